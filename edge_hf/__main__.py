@@ -1,0 +1,3 @@
+from edge_hf.cli import main
+
+raise SystemExit(main())

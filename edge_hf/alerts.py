@@ -1,0 +1,123 @@
+"""Turning per-hyperframe scores into alert events: threshold, k-of-n hysteresis, cooldown.
+
+A class *starts* an event when at least ``k`` of its last ``n`` scores reach its threshold, and
+*ends* it when at least ``k`` of the last ``n`` are below (so one noisy frame neither raises nor
+clears an alert). After an end, the class stays quiet for ``cooldown`` seconds of *video*
+(frames / fps), so a file processed faster than real time behaves as it would live.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from edge_hf.errors import UsageError
+
+
+@dataclass(frozen=True)
+class AlertPolicy:
+    thresholds: tuple[tuple[str, float], ...]  # alert class -> threshold
+    k: int = 2
+    n: int = 3
+    cooldown: float = 10.0  # seconds
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.k <= self.n:
+            raise UsageError(f"--k-of-n must satisfy 1 <= k <= n, found {self.k}/{self.n}")
+        if self.cooldown < 0:
+            raise UsageError(f"--cooldown must be >= 0 seconds, found {self.cooldown}")
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # "start" | "end"
+    id: str
+    camera: str
+    label: str
+    score: float  # the score of the hyperframe that caused this event
+    peak: float  # the highest score of the event so far
+    frame: int  # source frame index of the newest frame of that hyperframe
+    time: float  # Unix time that frame was grabbed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "event": self.kind,
+            "id": self.id,
+            "camera": self.camera,
+            "label": self.label,
+            "score": round(self.score, 4),
+            "peak": round(self.peak, 4),
+            "frame": self.frame,
+            "time": datetime.fromtimestamp(self.time, timezone.utc)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+        }
+
+
+_NONE: tuple[Event, ...] = ()
+
+
+class AlertLogic:
+    """Per-camera alert state. ``update`` is called once per hyperframe and returns ``()``
+    unless an event starts or ends."""
+
+    def __init__(
+        self, camera: str, classes: tuple[str, ...], policy: AlertPolicy, fps: float
+    ) -> None:
+        self.camera, self.policy, self.fps = camera, policy, fps
+        self.labels = [name for name, _ in policy.thresholds]
+        self._index = np.array([classes.index(c) for c in self.labels], np.intp)
+        self._thr = np.array([t for _, t in policy.thresholds], np.float32)
+        self._scores = np.zeros(len(self.labels), np.float32)
+        self._hits = np.zeros((len(self.labels), policy.n), np.bool_)
+        self._pos = 0
+        self._active: list[Event | None] = [None] * len(self.labels)
+        self._quiet_until = [0] * len(self.labels)  # frame index
+
+    def update(self, probs: np.ndarray, frame: int, t: float) -> tuple[Event, ...]:
+        np.take(probs, self._index, out=self._scores)
+        np.greater_equal(self._scores, self._thr, out=self._hits[:, self._pos])
+        self._pos = (self._pos + 1) % self.policy.n
+        events = _NONE
+        k, n = self.policy.k, self.policy.n
+        for c in range(len(self.labels)):
+            hits = int(np.count_nonzero(self._hits[c]))
+            score = float(self._scores[c])
+            active = self._active[c]
+            if active is None:
+                if hits >= k and frame >= self._quiet_until[c]:
+                    ev = Event(
+                        "start",
+                        str(uuid.uuid4()),
+                        self.camera,
+                        self.labels[c],
+                        score,
+                        score,
+                        frame,
+                        t,
+                    )
+                    self._active[c] = ev
+                    events += (ev,)
+            elif n - hits >= k:
+                events += (self._end(c, score, frame, t),)
+            elif score > active.peak:
+                self._active[c] = Event(**{**active.__dict__, "peak": score})
+        return events
+
+    def _end(self, c: int, score: float, frame: int, t: float) -> Event:
+        active = self._active[c]
+        self._active[c] = None
+        self._quiet_until[c] = frame + round(self.policy.cooldown * self.fps)
+        return Event(
+            "end", active.id, self.camera, active.label, score, max(active.peak, score), frame, t
+        )
+
+    def close(self, frame: int, t: float) -> tuple[Event, ...]:
+        """End every open event (shutdown or end of stream), so no start is left dangling."""
+        return tuple(
+            self._end(c, 0.0, frame, t) for c, a in enumerate(self._active) if a is not None
+        )

@@ -1,0 +1,87 @@
+"""The backend seam: load a model file, expose its spec, run it on preallocated buffers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from edge_hf.errors import ModelError
+from edge_hf.spec import HyperframeSpec
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    threads: int = 0  # 0: the library's default
+    providers: tuple[str, ...] = ()  # onnxruntime execution providers, in priority order
+    device: str = "CPU"  # OpenVINO device
+
+
+class Backend(Protocol):
+    name: str
+    path: Path
+    spec: HyperframeSpec
+
+    def describe(self) -> dict[str, Any]:
+        """Inputs, outputs and engine details, for ``edge-hf info``."""
+
+    def bind(self, inputs: list[np.ndarray], output: np.ndarray) -> None:
+        """Use these buffers for every later ``infer()``: inputs as the spec's shapes, output
+        ``[N, classes]`` float32. Called once; the buffers must outlive the backend's use."""
+
+    def infer(self) -> None:
+        """Run the model on the bound inputs, writing logits into the bound output."""
+
+
+Dims = Sequence[int | None]
+
+
+def check_io(
+    where: Path,
+    spec: HyperframeSpec,
+    inputs: list[tuple[str, Dims, str]],
+    outputs: list[tuple[str, Dims]],
+) -> None:
+    """Refuse a model whose inputs/outputs disagree with its own spec, saying how."""
+    fix = "re-export the model with `python -m export` so its graph and spec agree"
+    if len(inputs) != len(spec.inputs):
+        raise ModelError(
+            f"{where}: the model has {len(inputs)} input(s) but its spec describes "
+            f"{len(spec.inputs)}; {fix}"
+        )
+    for k, (name, dims, dtype) in enumerate(inputs):
+        want = spec.input_shape(k)[1:]
+        found = tuple(dims[1:])
+        if dtype != "uint8":
+            raise ModelError(
+                f"{where}: input {name!r} must be uint8 (BGR frames), found {dtype}; {fix}"
+            )
+        if len(dims) != 5 or found != want:
+            raise ModelError(
+                f"{where}: input {name!r} has shape {_fmt(dims)} but its spec says "
+                f"[N, {', '.join(map(str, want))}] (frames, H, W, 3); {fix}"
+            )
+    if not outputs:
+        raise ModelError(f"{where}: the model has no output; {fix}")
+    name, dims = outputs[0]
+    n = len(spec.classes)
+    if len(dims) != 2 or dims[1] not in (n, None):
+        raise ModelError(
+            f"{where}: output {name!r} has shape {_fmt(dims)} but its spec has {n} "
+            f"classes, so [N, {n}] was expected; {fix}"
+        )
+
+
+def _fmt(dims: Dims) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def require_file(path: Path) -> None:
+    if not path.is_file():
+        raise ModelError(
+            f"model file {path} does not exist; check --model "
+            "(or omit it to run the embedded demo model)"
+        )

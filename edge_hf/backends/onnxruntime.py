@@ -1,0 +1,99 @@
+"""onnxruntime: CPU by default; TensorRT/CUDA providers selectable for a Jetson."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from edge_hf.backends.base import BackendOptions, check_io, require_file
+from edge_hf.errors import ModelError, SpecError, UsageError
+from edge_hf.spec import spec_from_onnx_metadata
+
+PROVIDERS = {
+    "tensorrt": "TensorrtExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+    "cpu": "CPUExecutionProvider",
+}
+
+
+def resolve_providers(names: tuple[str, ...]) -> list[str]:
+    """Short or full provider names -> onnxruntime names, refusing ones this build lacks."""
+    available = ort.get_available_providers()
+    out = []
+    for n in names or ("cpu",):
+        full = PROVIDERS.get(n.lower(), n)
+        if full not in available:
+            raise UsageError(
+                f"--providers {n}: not available in this onnxruntime build (available: "
+                f"{', '.join(available)}); on a Jetson install NVIDIA's onnxruntime-gpu wheel"
+            )
+        out.append(full)
+    return out
+
+
+class OrtBackend:
+    name = "onnxruntime"
+
+    def __init__(self, path: Path, opts: BackendOptions) -> None:
+        require_file(path)
+        self.path = path
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        if opts.threads:
+            so.intra_op_num_threads = opts.threads
+            so.inter_op_num_threads = 1
+        providers = resolve_providers(opts.providers)
+        try:
+            self.session = ort.InferenceSession(str(path), so, providers=providers)
+        except Exception as e:  # onnxruntime raises several unrelated types for a bad file
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ModelError(f"{path}: not a loadable ONNX model ({first[:200]})") from None
+        try:
+            self.spec = spec_from_onnx_metadata(
+                self.session.get_modelmeta().custom_metadata_map, str(path)
+            )
+        except SpecError as e:
+            raise ModelError(str(e)) from None
+        ins, outs = self.session.get_inputs(), self.session.get_outputs()
+        check_io(
+            path,
+            self.spec,
+            [(i.name, _dims(i.shape), _dtype(i.type)) for i in ins],
+            [(o.name, _dims(o.shape)) for o in outs],
+        )
+        self._binding = self.session.io_binding()
+        self._names = [i.name for i in ins], outs[0].name
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "providers": self.session.get_providers(),
+            "inputs": {i.name: [_d(x) for x in i.shape] for i in self.session.get_inputs()},
+            "outputs": {o.name: [_d(x) for x in o.shape] for o in self.session.get_outputs()},
+        }
+
+    def bind(self, inputs: list[np.ndarray], output: np.ndarray) -> None:
+        in_names, out_name = self._names
+        b = self._binding
+        for name, arr in zip(in_names, inputs, strict=True):
+            b.bind_input(name, "cpu", 0, np.uint8, list(arr.shape), arr.ctypes.data)
+        b.bind_output(out_name, "cpu", 0, np.float32, list(output.shape), output.ctypes.data)
+
+    def infer(self) -> None:
+        self.session.run_with_iobinding(self._binding)
+
+
+def _dims(shape: list[Any]) -> list[int | None]:
+    return [d if isinstance(d, int) else None for d in shape]
+
+
+def _d(x: Any) -> Any:
+    return x if isinstance(x, int) else "?"
+
+
+def _dtype(t: str) -> str:
+    return t.removeprefix("tensor(").removesuffix(")")

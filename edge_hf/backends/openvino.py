@@ -1,0 +1,77 @@
+"""OpenVINO: CPU with the LATENCY hint and one reused infer request on shared-memory tensors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openvino as ov
+
+from edge_hf.backends.base import BackendOptions, check_io, require_file
+from edge_hf.errors import ModelError, SpecError
+from edge_hf.spec import spec_from_openvino
+
+
+class OvBackend:
+    name = "openvino"
+
+    def __init__(self, path: Path, opts: BackendOptions) -> None:
+        require_file(path)
+        if path.suffix == ".xml" and not path.with_suffix(".bin").is_file():
+            raise ModelError(
+                f"{path}: its weights file {path.with_suffix('.bin')} is missing; "
+                "copy the .xml and .bin together"
+            )
+        self.path = path
+        core = ov.Core()
+        try:
+            model = core.read_model(str(path))
+        except Exception as e:  # OpenVINO raises RuntimeError subclasses with long traces
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ModelError(
+                f"{path}: not a loadable OpenVINO/ONNX model ({first[:200]})"
+            ) from None
+        try:
+            self.spec = spec_from_openvino(model, str(path))
+        except SpecError as e:
+            raise ModelError(str(e)) from None
+        check_io(
+            path,
+            self.spec,
+            [
+                (i.get_any_name(), _dims(i), i.get_element_type().get_type_name())
+                for i in model.inputs
+            ],
+            [(o.get_any_name(), _dims(o)) for o in model.outputs],
+        )
+        config: dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY"}
+        if opts.threads:
+            config["INFERENCE_NUM_THREADS"] = opts.threads
+        self.compiled = core.compile_model(model, opts.device, config)
+        self.request = self.compiled.create_infer_request()
+        self._device = opts.device
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "device": self._device,
+            "inputs": {i.get_any_name(): str(i.get_partial_shape()) for i in self.compiled.inputs},
+            "outputs": {
+                o.get_any_name(): str(o.get_partial_shape()) for o in self.compiled.outputs
+            },
+        }
+
+    def bind(self, inputs: list[np.ndarray], output: np.ndarray) -> None:
+        for k, arr in enumerate(inputs):
+            self.request.set_input_tensor(k, ov.Tensor(arr, shared_memory=True))
+        self.request.set_output_tensor(0, ov.Tensor(output, shared_memory=True))
+
+    def infer(self) -> None:
+        # start_async + wait returns nothing, where infer() builds a results dict every call.
+        self.request.start_async()
+        self.request.wait()
+
+
+def _dims(port: Any) -> list[int | None]:
+    return [d.get_length() if d.is_static else None for d in port.get_partial_shape()]

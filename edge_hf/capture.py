@@ -1,0 +1,178 @@
+"""One capture thread per source: grab every frame, decode and resize only the frames the sampler
+needs, hand finished hyperframes to inference through a one-slot mailbox, and survive a source
+that fails (release, back off, reopen).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from edge_hf.errors import SourceError
+from edge_hf.sampler import StrideSampler, resize_into
+from edge_hf.sources.base import Source
+
+log = logging.getLogger("edge_hf.capture")
+
+
+@dataclass(frozen=True)
+class CapturePolicy:
+    stall_timeout: float = 10.0  # seconds without a frame before the source is reopened
+    backoff_min: float = 1.0
+    backoff_max: float = 30.0
+    block: bool = False  # wait for inference instead of dropping stale hyperframes (--fast files)
+
+
+@dataclass
+class CaptureStats:
+    """Counters written by the capture thread, read (racily, which is fine) by others."""
+
+    grabbed: int = 0
+    decoded: int = 0
+    published: int = 0
+    dropped: int = 0  # hyperframes replaced before inference took them
+    failures: int = 0  # open failures, losses and stalls
+    reconnects: int = 0
+    last_frame: float = 0.0  # time.monotonic() of the last grabbed frame
+
+
+class Mailbox:
+    """Latest-only handoff of one camera's hyperframe: a newer one replaces an unread one
+    (counted as dropped), so a slow model never builds a queue. Buffers are allocated once."""
+
+    def __init__(self, sampler: StrideSampler, cond: threading.Condition) -> None:
+        self.cond = cond  # shared by all cameras so inference can wait on any of them
+        self.buffers = sampler.input_buffers()
+        self.fresh = False
+        self.frame = -1  # source frame index of the newest frame in the hyperframe
+        self.time = 0.0  # wall-clock time that frame was grabbed
+
+    def put(
+        self,
+        sampler: StrideSampler,
+        anchor: int,
+        frame: int,
+        stats: CaptureStats,
+        block: bool,
+        stop: threading.Event,
+    ) -> None:
+        with self.cond:
+            while block and self.fresh and not stop.is_set():
+                self.cond.wait(0.1)
+            if self.fresh:
+                stats.dropped += 1
+            sampler.gather(anchor, self.buffers)
+            self.frame, self.time, self.fresh = frame, time.time(), True
+            stats.published += 1
+            self.cond.notify_all()
+
+    def take(self, inputs: list[np.ndarray]) -> None:
+        """Copy the hyperframe into the backend's bound inputs; caller holds ``cond``."""
+        for src, dst in zip(self.buffers, inputs, strict=True):
+            np.copyto(dst, src)
+        self.fresh = False
+        self.cond.notify_all()
+
+
+class Capture(threading.Thread):
+    def __init__(
+        self,
+        source: Source,
+        sampler: StrideSampler,
+        mailbox: Mailbox,
+        policy: CapturePolicy,
+        stop: threading.Event,
+        opened: bool = False,
+    ) -> None:
+        super().__init__(name=f"capture-{source.name}", daemon=True)
+        self.source, self.sampler, self.mailbox = source, sampler, mailbox
+        self.policy, self.stop = policy, stop
+        self.stats = CaptureStats()
+        self.error: SourceError | None = None  # why a non-live source gave up
+        self.done = threading.Event()
+        self._opened = opened  # the source was opened by the caller already
+
+    def run(self) -> None:
+        try:
+            self._supervise()
+        finally:
+            self.source.release()
+            self.done.set()
+            with self.mailbox.cond:
+                self.mailbox.cond.notify_all()
+
+    def _supervise(self) -> None:
+        src, backoff = self.source, self.policy.backoff_min
+        while not self.stop.is_set():
+            try:
+                if not self._opened:
+                    src.open()
+                self._opened = False
+            except SourceError as e:
+                if not src.live:
+                    self.error = e
+                    return
+                self.stats.failures += 1
+                log.warning("%s; retrying in %.0f s", e, backoff)
+                self.stop.wait(backoff)
+                backoff = min(backoff * 2, self.policy.backoff_max)
+                continue
+            outcome = self._read()
+            src.release()
+            if outcome == "stopped" or (outcome == "ended" and not src.live):
+                return
+            if not src.live:
+                self.error = SourceError(
+                    f"{src.display}: {_OUTCOMES[outcome]}".format(t=self.policy.stall_timeout)
+                )
+                return
+            self.stats.failures += 1
+            self.stats.reconnects += 1
+            if outcome == "ended":  # it worked for a while: start the backoff again
+                backoff = self.policy.backoff_min
+            log.warning(
+                "camera %s: %s; reconnecting in %.0f s",
+                src.name,
+                _OUTCOMES[outcome].format(t=self.policy.stall_timeout),
+                backoff,
+            )
+            self.stop.wait(backoff)
+            backoff = min(backoff * 2, self.policy.backoff_max)
+
+    def _read(self) -> str:
+        """Read until the source ends, fails or stalls, or we are stopped. Allocation-free."""
+        src, sm, st, box = self.source, self.sampler, self.stats, self.mailbox
+        interp, stall, block = sm.spec.interpolation, self.policy.stall_timeout, self.policy.block
+        i = 0  # index since (re)open: the ring starts empty after every reconnect
+        st.last_frame = time.monotonic()
+        while not self.stop.is_set():
+            ok = src.grab()
+            now = time.monotonic()
+            if not ok:
+                return "ended" if i else "nothing"
+            if now - st.last_frame > stall:
+                return "stalled"
+            st.last_frame = now
+            st.grabbed += 1
+            if sm.is_needed(i):
+                frame = src.retrieve()
+                if frame is None:
+                    return "undecodable"
+                resize_into(frame, sm.slot(i), interp)
+                st.decoded += 1
+                if sm.is_anchor(i):
+                    box.put(sm, i, st.grabbed - 1, st, block, self.stop)
+            i += 1
+        return "stopped"
+
+
+_OUTCOMES = {
+    "ended": "stream lost",
+    "nothing": "opened but delivered no frame",
+    "stalled": "no frame for more than {t:.0f} s (stall)",
+    "undecodable": "a frame could not be decoded",
+}

@@ -1,0 +1,99 @@
+"""Stride sampler: which source frames a hyperframe needs, a preallocated ring that holds them, and
+a gather of the ring into the model's input buffers.
+
+Frame ``i`` of a source goes to ring slot ``i % K`` with ``K = spec.window`` (``(T-1)*stride+1`` for
+one input). A hyperframe is emitted at every *anchor*: the newest frame of a window, ``K-1``, then
+every ``every`` frames. A frame that no anchor will use is never retrieved or resized; this
+decision is a table lookup, so the capture thread can ``grab()`` every frame and skip the cost of
+decoding the ones it does not need.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from edge_hf.errors import UsageError
+from edge_hf.spec import HyperframeSpec
+
+INTERPOLATION_FLAGS = {
+    "nearest": cv2.INTER_NEAREST,
+    "linear": cv2.INTER_LINEAR,
+    "area": cv2.INTER_AREA,
+    "cubic": cv2.INTER_CUBIC,
+}
+
+
+def resize_into(frame: np.ndarray, dst: np.ndarray, interpolation: str = "linear") -> None:
+    """Squash a whole BGR frame into ``dst`` (H, W, 3) uint8, in place.
+
+    This is the only resize in edge-hf: the runtime, the trainer's frame cache and evaluation all
+    call it, so training and serving see identical pixels.
+    """
+    h, w = dst.shape[:2]
+    cv2.resize(frame, (w, h), dst=dst, interpolation=INTERPOLATION_FLAGS[interpolation])
+
+
+def hop_from_hz(hz: float, fps: float) -> int:
+    """Frames between hyperframes for a target rate; at least 1."""
+    if not hz > 0:
+        raise UsageError(f"--hz must be > 0, found {hz}")
+    return max(1, round(fps / hz))
+
+
+class StrideSampler:
+    """Ring and index tables for one source. Allocates everything in ``__init__``."""
+
+    def __init__(self, spec: HyperframeSpec, every: int) -> None:
+        if not isinstance(every, int) or every < 1:
+            raise UsageError(f"--every must be a whole number of frames >= 1, found {every!r}")
+        self.spec = spec
+        self.every = every
+        self.window = k = spec.window
+        h, w = spec.size
+        self.ring = np.zeros((k, h, w, 3), np.uint8)
+        # Views made once: indexing the ring per frame would allocate a new view object.
+        self.slots = [self.ring[s] for s in range(k)]
+        self._lags = [np.asarray(s.lags(), np.int64) for s in spec.inputs]
+        all_lags = sorted({int(lag) for lags in self._lags for lag in lags})
+        # needed(i) for i >= K-1 depends only on i % every: is i + lag an anchor for some lag?
+        self._needed = np.array(
+            [any((r + lag - (k - 1)) % every == 0 for lag in all_lags) for r in range(every)]
+        )
+        self._all_lags = all_lags
+        # Ring slots of each input's frames, for every anchor position a % K (oldest first).
+        self._gather = [
+            np.stack([(r - lags) % k for r in range(k)]).astype(np.intp) for lags in self._lags
+        ]
+
+    def input_buffers(self, batch: int = 1) -> list[np.ndarray]:
+        """Fresh zeroed buffers shaped like the model's inputs."""
+        return [np.zeros(self.spec.input_shape(i, batch), np.uint8) for i in range(len(self._lags))]
+
+    def is_anchor(self, i: int) -> bool:
+        """Does frame ``i`` complete a hyperframe?"""
+        return i >= self.window - 1 and (i - (self.window - 1)) % self.every == 0
+
+    def is_needed(self, i: int) -> bool:
+        """Will any hyperframe use frame ``i``? Frames that are not needed are never decoded."""
+        if i >= self.window - 1:
+            return bool(self._needed[i % self.every])
+        first = self.window - 1  # the earliest anchor
+        return any(
+            (i + lag - first) % self.every == 0 and i + lag >= first for lag in self._all_lags
+        )
+
+    def slot(self, i: int) -> np.ndarray:
+        """The ring slot where frame ``i`` is stored (a preallocated view)."""
+        return self.slots[i % self.window]
+
+    def frames_of(self, anchor: int) -> list[list[int]]:
+        """Source frame indices of the hyperframe anchored at ``anchor``, per input, oldest first."""
+        return [[anchor - int(lag) for lag in lags] for lags in self._lags]
+
+    def gather(self, anchor: int, outs: list[np.ndarray], row: int = 0) -> None:
+        """Copy the hyperframe anchored at ``anchor`` into ``outs[k][row]`` without allocating."""
+        r = anchor % self.window
+        for table, out in zip(self._gather, outs, strict=True):
+            # mode="clip": with the default "raise", numpy buffers `out` (an allocation).
+            np.take(self.ring, table[r], axis=0, out=out[row], mode="clip")

@@ -1,0 +1,21 @@
+"""One JSON object per line on stdout, flushed per event, for pipes and journald."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from edge_hf.alerts import Event
+
+
+class StdoutSink:
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream or sys.stdout
+
+    def emit(self, event: Event) -> None:
+        self._stream.write(json.dumps(event.to_dict()) + "\n")
+        self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.flush()

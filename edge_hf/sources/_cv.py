@@ -1,0 +1,53 @@
+"""Shared plumbing for sources read through cv2.VideoCapture."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from edge_hf.errors import SourceError
+
+DEFAULT_FPS = 25.0
+
+
+class CvSource:
+    """A cv2.VideoCapture with a reusable decode buffer. Subclasses set how to open it."""
+
+    live = False
+
+    def __init__(
+        self, name: str, display: str, target: str | int, api: int, params: list[int] | None = None
+    ) -> None:
+        self.name, self.display = name, display
+        self.fps = DEFAULT_FPS
+        self._target, self._api, self._params = target, api, params or []
+        self._cap: cv2.VideoCapture | None = None
+        self._frame: np.ndarray | None = None
+
+    def open(self) -> None:
+        self.release()
+        cap = cv2.VideoCapture(self._target, self._api, self._params)
+        if not cap.isOpened():
+            cap.release()
+            raise SourceError(self.open_error())
+        self._cap = cap
+        fps = cap.get(cv2.CAP_PROP_FPS)
+        self.fps = fps if 1.0 <= fps <= 1000.0 else DEFAULT_FPS
+
+    def open_error(self) -> str:
+        return f"cannot open {self.display}"
+
+    def grab(self) -> bool:
+        return self._cap is not None and self._cap.grab()
+
+    def retrieve(self) -> np.ndarray | None:
+        ok, frame = self._cap.retrieve(self._frame)
+        if not ok or frame is None:
+            return None
+        self._frame = frame  # decoded in place from now on (same size and type)
+        return frame
+
+    def release(self) -> None:
+        if self._cap is not None:
+            self._cap.release()
+            self._cap = None

@@ -1,0 +1,62 @@
+"""``synth://NAME[?size=WxH&fps=F&seed=S&frames=N]``: frames drawn live by :mod:`edge_hf.synth`.
+
+Endless by default (behaves like a live camera, paced at ``fps``); ``frames=N`` makes it a finite,
+non-live source that ends after N frames, like a file.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlsplit
+
+import numpy as np
+
+from edge_hf import synth
+from edge_hf.errors import UsageError
+from edge_hf.sources.base import Pacer, SourceOptions
+
+_PARAMS = ("size", "fps", "seed", "frames")
+
+
+class SynthSource:
+    def __init__(self, url: str, name: str, opts: SourceOptions) -> None:
+        parts = urlsplit(url)
+        scene_name = parts.netloc or parts.path.lstrip("/")
+        q = dict(parse_qsl(parts.query, keep_blank_values=True))
+        bad = sorted(set(q) - set(_PARAMS))
+        if bad:
+            raise UsageError(f"{url}: unknown parameter(s) {bad}; expected some of {list(_PARAMS)}")
+        try:
+            w, h = (int(v) for v in q.get("size", "640x360").lower().split("x"))
+            fps, seed = float(q.get("fps", 25)), int(q.get("seed", 0))
+            self.frames = int(q["frames"]) if "frames" in q else None
+        except ValueError:
+            raise UsageError(
+                f"{url}: expected size=WxH, fps=number, seed=int, frames=int, found {parts.query!r}"
+            ) from None
+        try:
+            self.scene = synth.make_scene(scene_name, seed=seed, size=(h, w), fps=fps)
+        except ValueError as e:
+            raise UsageError(f"{url}: {e}") from None
+        self.name, self.display, self.fps = name, url, fps
+        self.live = self.frames is None
+        self._frame = np.zeros((h, w, 3), np.uint8)
+        self._pacer = Pacer(fps, enabled=not opts.fast)
+        self._index = -1
+
+    def open(self) -> None:
+        self._index = -1
+        self._pacer.reset()
+
+    def grab(self) -> bool:
+        if self.frames is not None and self._index + 1 >= self.frames:
+            return False
+        self._pacer.wait()
+        self._index += 1
+        return True
+
+    def retrieve(self) -> np.ndarray:
+        self.scene.render(self._index, self._frame)
+        return self._frame
+
+    def release(self) -> None:
+        pass

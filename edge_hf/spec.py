@@ -1,0 +1,262 @@
+"""The hyperframe contract: the one place where training, export and the runtime agree.
+
+A model's input is uint8 ``[N, T, H, W, 3]``, BGR as OpenCV delivers it, frame-major with frame 0
+the oldest. Frames are squashed (whole frame, no crop) to ``size`` with ``interpolation``. The
+exported graph does casting, colour order and scaling itself, so the runtime never touches floats.
+
+The spec travels inside the model file as JSON: ONNX ``metadata_props[METADATA_KEY]`` and
+OpenVINO ``rt_info[RT_INFO_PATH]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from edge_hf.errors import SpecError
+
+SPEC_VERSION = 1
+METADATA_KEY = "edge_hf.spec"
+RT_INFO_PATH = ("edge_hf", "spec")
+# OpenVINO's ONNX frontend keeps ONNX metadata_props under this rt_info prefix.
+OV_ONNX_METADATA_PATH = ("framework", METADATA_KEY)
+
+INTERPOLATIONS = ("nearest", "linear", "area", "cubic")
+LAYOUTS = ("frame-major",)
+ACTIVATIONS = ("softmax", "sigmoid")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """One input of a temporal pyramid: ``frames`` frames every ``stride``, ending ``offset``
+    frames before the newest one."""
+
+    frames: int
+    stride: int
+    offset: int = 0
+
+    def lags(self) -> tuple[int, ...]:
+        """How many frames before the newest frame each input frame is, oldest first."""
+        return tuple(self.offset + (self.frames - 1 - j) * self.stride for j in range(self.frames))
+
+
+@dataclass(frozen=True)
+class HyperframeSpec:
+    frames: int
+    stride: int
+    size: tuple[int, int]  # (H, W)
+    classes: tuple[str, ...]
+    alert_classes: tuple[tuple[str, float], ...] = ()  # (class, default threshold)
+    interpolation: str = "linear"
+    layout: str = "frame-major"
+    activation: str = "softmax"
+    scales: tuple[Scale, ...] = ()  # empty: one input of (frames, stride, 0)
+    arch: str = ""
+    version: int = SPEC_VERSION
+    provenance: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # ---- derived facts -------------------------------------------------------------------
+    @property
+    def inputs(self) -> tuple[Scale, ...]:
+        """One Scale per model input, in input order."""
+        return self.scales or (Scale(self.frames, self.stride, 0),)
+
+    @property
+    def window(self) -> int:
+        """Frames the runtime must keep to build any input: max lag + 1."""
+        return max(max(s.lags()) for s in self.inputs) + 1
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        return dict(self.alert_classes)
+
+    def input_shape(self, index: int = 0, batch: int = 1) -> tuple[int, int, int, int, int]:
+        h, w = self.size
+        return (batch, self.inputs[index].frames, h, w, 3)
+
+    # ---- JSON ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["size"] = list(self.size)
+        d["classes"] = list(self.classes)
+        d["alert_classes"] = dict(self.alert_classes)
+        d["scales"] = [asdict(s) for s in self.scales]
+        d["provenance"] = dict(self.provenance)
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "spec") -> HyperframeSpec:
+        if not isinstance(d, Mapping):
+            raise SpecError(f"{where}: expected a JSON object, found {type(d).__name__}")
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise SpecError(
+                f"{where}: unknown field(s) {unknown}; expected some of {sorted(known)}"
+            )
+        missing = sorted({"frames", "stride", "size", "classes"} - set(d))
+        if missing:
+            raise SpecError(f"{where}: missing field(s) {missing}")
+        try:
+            return cls(
+                frames=d["frames"],
+                stride=d["stride"],
+                size=_pair(d["size"], f"{where}.size"),
+                classes=tuple(_list(d["classes"], f"{where}.classes")),
+                alert_classes=tuple(_mapping(d.get("alert_classes", {}), "alert_classes").items()),
+                interpolation=d.get("interpolation", "linear"),
+                layout=d.get("layout", "frame-major"),
+                activation=d.get("activation", "softmax"),
+                scales=tuple(
+                    _scale(s, f"{where}.scales") for s in _list(d.get("scales", []), "scales")
+                ),
+                arch=d.get("arch", ""),
+                version=d.get("version", SPEC_VERSION),
+                provenance=tuple(
+                    (str(k), str(v))
+                    for k, v in _mapping(d.get("provenance", {}), "provenance").items()
+                ),
+            )
+        except SpecError as e:
+            raise SpecError(f"{where}: {e}") from None
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "spec") -> HyperframeSpec:
+        try:
+            d = json.loads(text)
+        except (TypeError, ValueError) as e:
+            raise SpecError(f"{where}: spec is not valid JSON ({e})") from None
+        return cls.from_dict(d, where)
+
+
+# ---- model-file metadata ---------------------------------------------------------------------
+def spec_from_onnx_metadata(metadata: Mapping[str, str], where: str) -> HyperframeSpec:
+    """Read the spec from an ONNX ``metadata_props`` mapping (as onnxruntime returns it)."""
+    if METADATA_KEY not in metadata:
+        raise SpecError(
+            f"{where} has no edge-hf spec (ONNX metadata key {METADATA_KEY!r}); "
+            "export the model with `python -m export` so the runtime knows its frames, size and classes"
+        )
+    return HyperframeSpec.from_json(metadata[METADATA_KEY], where)
+
+
+def write_onnx_spec(model: Any, spec: HyperframeSpec) -> None:
+    """Store the spec in an ``onnx.ModelProto``'s metadata_props, replacing any earlier one."""
+    props = [p for p in model.metadata_props if p.key != METADATA_KEY]
+    del model.metadata_props[:]
+    model.metadata_props.extend(props)
+    entry = model.metadata_props.add()
+    entry.key, entry.value = METADATA_KEY, spec.to_json()
+
+
+def spec_from_openvino(model: Any, where: str) -> HyperframeSpec:
+    """Read the spec from an ``openvino.Model``: our rt_info, else ONNX metadata it kept."""
+    for path in (RT_INFO_PATH, OV_ONNX_METADATA_PATH):
+        if model.has_rt_info(list(path)):
+            return HyperframeSpec.from_json(model.get_rt_info(list(path)).astype(str), where)
+    raise SpecError(
+        f"{where} has no edge-hf spec (OpenVINO rt_info {'/'.join(RT_INFO_PATH)}); "
+        "export the model with `python -m export` so the runtime knows its frames, size and classes"
+    )
+
+
+def write_openvino_spec(model: Any, spec: HyperframeSpec) -> None:
+    model.set_rt_info(spec.to_json(), list(RT_INFO_PATH))
+
+
+# ---- validation --------------------------------------------------------------------------------
+def _validate(s: HyperframeSpec) -> None:
+    _positive_int(s.frames, "frames")
+    _positive_int(s.stride, "stride")
+    if len(s.size) != 2:
+        raise SpecError(f"size must be (H, W), found {s.size!r}")
+    for name, v in zip(("size[0] (H)", "size[1] (W)"), s.size, strict=True):
+        _positive_int(v, name)
+    if not s.classes or not all(isinstance(c, str) and c.strip() for c in s.classes):
+        raise SpecError(f"classes must be a non-empty list of names, found {list(s.classes)!r}")
+    dupes = sorted({c for c in s.classes if s.classes.count(c) > 1})
+    if dupes:
+        raise SpecError(f"classes must be unique, found duplicates {dupes}")
+    for name, thr in s.alert_classes:
+        if name not in s.classes:
+            raise SpecError(
+                f"alert_classes names {name!r}, which is not one of classes {list(s.classes)}"
+            )
+        check_threshold(thr, f"alert_classes[{name!r}]")
+    _choice(s.interpolation, INTERPOLATIONS, "interpolation")
+    _choice(s.layout, LAYOUTS, "layout")
+    _choice(s.activation, ACTIVATIONS, "activation")
+    for i, sc in enumerate(s.scales):
+        if not isinstance(sc, Scale):
+            raise SpecError(f"scales[{i}] must be a Scale, found {sc!r}")
+        _positive_int(sc.frames, f"scales[{i}].frames")
+        _positive_int(sc.stride, f"scales[{i}].stride")
+        _nonneg_int(sc.offset, f"scales[{i}].offset")
+    _positive_int(s.version, "version")
+    if s.version > SPEC_VERSION:
+        raise SpecError(
+            f"spec version {s.version} is newer than this edge-hf understands ({SPEC_VERSION}); "
+            "upgrade edge-hf"
+        )
+    if not isinstance(s.arch, str):
+        raise SpecError(f"arch must be a string, found {s.arch!r}")
+
+
+def check_threshold(v: Any, name: str) -> float:
+    """A score threshold is a number in (0, 1]."""
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not ok or not 0 < v <= 1:
+        raise SpecError(f"{name} must be a threshold in (0, 1], found {v!r}")
+    return float(v)
+
+
+def _positive_int(v: Any, name: str) -> None:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise SpecError(f"{name} must be a positive integer, found {v!r}")
+
+
+def _nonneg_int(v: Any, name: str) -> None:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise SpecError(f"{name} must be an integer >= 0, found {v!r}")
+
+
+def _choice(v: Any, allowed: tuple[str, ...], name: str) -> None:
+    if v not in allowed:
+        raise SpecError(f"{name} must be one of {list(allowed)}, found {v!r}")
+
+
+def _pair(v: Any, name: str) -> tuple[int, int]:
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        raise SpecError(f"{name} must be [H, W], found {v!r}")
+    return (v[0], v[1])
+
+
+def _list(v: Any, name: str) -> list[Any]:
+    if not isinstance(v, (list, tuple)):
+        raise SpecError(f"{name} must be a list, found {type(v).__name__}")
+    return list(v)
+
+
+def _mapping(v: Any, name: str) -> Mapping[str, Any]:
+    if not isinstance(v, Mapping):
+        raise SpecError(f"{name} must be an object, found {type(v).__name__}")
+    return v
+
+
+def _scale(v: Any, name: str) -> Scale:
+    if (
+        isinstance(v, Mapping)
+        and set(v) <= {"frames", "stride", "offset"}
+        and {"frames", "stride"} <= set(v)
+    ):
+        return Scale(v["frames"], v["stride"], v.get("offset", 0))
+    raise SpecError(f"each of {name} must be {{frames, stride, offset}}, found {v!r}")

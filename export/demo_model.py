@@ -1,0 +1,112 @@
+"""A hand-built motion model that honours the contract, for the embedded demo.
+
+Until the trainer's model is exported (the export issue), the demo ships this: an ONNX graph that
+takes the contract's uint8 ``[N, T, H, W, 3]`` BGR input and scores a *fall* from how fast the
+figure's vertical centre of mass drops across the hyperframe. It has no learned weights; it only
+shows the contract end to end (spec in metadata, input adapter inside the graph).
+
+    python -m export.demo_model [--out edge_hf/assets/demo/demo.onnx]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from edge_hf.spec import HyperframeSpec, write_onnx_spec
+
+DEMO_SPEC = HyperframeSpec(
+    frames=3,
+    stride=3,
+    size=(160, 160),
+    classes=("normal", "fall"),
+    alert_classes=(("fall", 0.8),),
+    arch="motion-centroid",
+    provenance=(("data", "none: hand-built, see export/demo_model.py"),),
+)
+GAIN, BIAS = 80.0, 4.0  # logit_fall = GAIN * (drop of the centre of mass, in frame heights) - BIAS
+
+
+def motion_model(
+    spec: HyperframeSpec,
+    gain: float = GAIN,
+    bias: float = BIAS,
+    input_shape: list[int | str] | None = None,
+) -> onnx.ModelProto:
+    """Logits ``[N, C]``: the first alert class scores the centroid drop, the others score 0.
+
+    ``input_shape`` overrides the declared input (tests use it to build a model that disagrees
+    with its own spec).
+    """
+    t, (h, _w) = spec.frames, spec.size
+    c = len(spec.classes)
+    target = spec.classes.index(spec.alert_classes[0][0]) if spec.alert_classes else 0
+    head = np.zeros((t, c), np.float32)  # centroid trajectory [N, T] @ head -> logits
+    head[-1, target], head[0, target] = gain, -gain
+    if t == 1:
+        head[:] = 0.0
+    offset = np.zeros(c, np.float32)
+    offset[target] = -bias
+    consts = {
+        "ax_c": np.array([4], np.int64),
+        "ax_w": np.array([3], np.int64),
+        "ax_h": np.array([2], np.int64),
+        "rows": ((np.arange(h, dtype=np.float32) + 0.5) / h),
+        "eps": np.array(1e-3, np.float32),
+        "head": head,
+        "offset": offset,
+    }
+    n = helper.make_node
+    nodes = [
+        n("Cast", ["frames"], ["xf"], to=TensorProto.FLOAT),
+        n("ReduceMean", ["xf", "ax_c"], ["gray"], keepdims=0),  # [N,T,H,W]
+        n("ReduceMean", ["gray", "ax_w"], ["row_mean"], keepdims=0),  # [N,T,H]
+        n("Mul", ["gray", "gray"], ["sq"]),
+        n("ReduceMean", ["sq", "ax_w"], ["row_sq"], keepdims=0),
+        n("Mul", ["row_mean", "row_mean"], ["mean_sq"]),
+        n("Sub", ["row_sq", "mean_sq"], ["row_var"]),  # how much each row differs from plain
+        n("ReduceMin", ["row_var", "ax_h"], ["floor"], keepdims=1),
+        n("Sub", ["row_var", "floor"], ["excess"]),
+        n("Relu", ["excess"], ["w"]),
+        n("Mul", ["w", "rows"], ["wy"]),
+        n("ReduceSum", ["wy", "ax_h"], ["num"], keepdims=0),
+        n("ReduceSum", ["w", "ax_h"], ["den0"], keepdims=0),
+        n("Add", ["den0", "eps"], ["den"]),
+        n("Div", ["num", "den"], ["centroid"]),  # [N,T], 0 top .. 1 bottom
+        n("MatMul", ["centroid", "head"], ["mm"]),
+        n("Add", ["mm", "offset"], ["logits"]),
+    ]
+    shape = input_shape or ["N", t, h, spec.size[1], 3]
+    graph = helper.make_graph(
+        nodes,
+        "edge_hf_motion",
+        [helper.make_tensor_value_info("frames", TensorProto.UINT8, shape)],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", c])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in consts.items()],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="edge-hf"
+    )
+    model.ir_version = 9
+    write_onnx_spec(model, spec)
+    onnx.checker.check_model(model)
+    return model
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("edge_hf/assets/demo/demo.onnx"))
+    args = ap.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_suffix(".tmp")
+    onnx.save(motion_model(DEMO_SPEC), tmp)
+    tmp.replace(args.out)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
