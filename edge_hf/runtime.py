@@ -82,13 +82,21 @@ def alert_policy(spec: HyperframeSpec, cfg: RunConfig) -> AlertPolicy:
 
 
 class Runtime:
-    def __init__(self, cfg: RunConfig, sinks: list[Sink], stop: threading.Event) -> None:
+    def __init__(
+        self,
+        cfg: RunConfig,
+        sinks: list[Sink],
+        stop: threading.Event,
+        sources: list[Source] | None = None,
+    ) -> None:
+        """``sources`` defaults to those named by ``cfg.cameras``; tests pass their own."""
         self.cfg, self.sinks, self.stop = cfg, sinks, stop
         self.backend: Backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
         self.spec = self.backend.spec
         policy = alert_policy(self.spec, cfg)
         self.cond = threading.Condition()
-        sources = [open_source(c, cfg.source_opts) for c in cfg.cameras]
+        if sources is None:
+            sources = [open_source(c, cfg.source_opts) for c in cfg.cameras]
         names = [s.name for s in sources]
         if len(set(names)) != len(names):
             raise UsageError(

@@ -40,7 +40,7 @@ class OvBackend:
             path,
             self.spec,
             [
-                (i.get_any_name(), _dims(i), i.get_element_type().get_type_name())
+                (i.get_any_name(), _dims(i), str(i.get_element_type().to_dtype()))
                 for i in model.inputs
             ],
             [(o.get_any_name(), _dims(o)) for o in model.outputs],

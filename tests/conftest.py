@@ -1,0 +1,66 @@
+"""Shared fixtures: model files and video clips the tests write themselves, and the CLI as a
+real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+from edge_hf import synth
+from edge_hf.spec import HyperframeSpec
+from export.demo_model import DEMO_SPEC, motion_model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def save_model(path: Path, spec: HyperframeSpec = DEMO_SPEC, **kw) -> Path:
+    """Write an ONNX model honouring ``spec`` (see export.demo_model.motion_model)."""
+    onnx.save(motion_model(spec, **kw), path)
+    return path
+
+
+def save_openvino(onnx_path: Path, xml_path: Path, spec: HyperframeSpec | None = None) -> Path:
+    """Convert an ONNX file to OpenVINO IR, (re)writing the spec into rt_info."""
+    import openvino as ov
+
+    from edge_hf.spec import spec_from_onnx_metadata, write_openvino_spec
+
+    model = ov.convert_model(str(onnx_path))
+    if spec is None:
+        meta = {p.key: p.value for p in onnx.load(onnx_path).metadata_props}
+        spec = spec_from_onnx_metadata(meta, str(onnx_path))
+    write_openvino_spec(model, spec)
+    ov.save_model(model, str(xml_path))
+    return xml_path
+
+
+@pytest.fixture
+def demo_onnx(tmp_path: Path) -> Path:
+    return save_model(tmp_path / "demo.onnx")
+
+
+@pytest.fixture(scope="session")
+def fall_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real video file: the synthetic demo story (walks, falls, lie-downs), 320x180, 25 fps."""
+    path = tmp_path_factory.mktemp("clips") / "story.avi"
+    synth.write_clip(path, synth.make_scene("demo", seed=0, size=(180, 320)), 700, fourcc="MJPG")
+    return path
+
+
+def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess[str]:
+    """``edge-hf ARGS`` as a real subprocess of this interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "edge_hf", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+        **kw,
+    )

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import json
+from contextlib import nullcontext
+from pathlib import Path
+
+import onnx
+import pytest
+
+from edge_hf.backends import load_backend
+from edge_hf.errors import ModelError, SpecError
+from edge_hf.spec import METADATA_KEY, HyperframeSpec, Scale, write_onnx_spec
+from tests.conftest import save_model, save_openvino
+
+SPEC = HyperframeSpec(
+    frames=5,
+    stride=2,
+    size=(96, 128),
+    classes=("idle", "wave", "fall"),
+    alert_classes=(("fall", 0.7), ("wave", 0.9)),
+    interpolation="area",
+    arch="mobilenetv3_small_100",
+    provenance=(("data", "synth v1"),),
+)
+
+
+def test_json_round_trip_is_identity():
+    again = HyperframeSpec.from_json(SPEC.to_json())
+    assert again == SPEC
+    assert json.loads(SPEC.to_json())["alert_classes"] == {"fall": 0.7, "wave": 0.9}
+
+
+def test_round_trip_through_onnx_file(tmp_path: Path):
+    path = save_model(tmp_path / "m.onnx", SPEC)
+    meta = {p.key: p.value for p in onnx.load(path).metadata_props}
+    assert HyperframeSpec.from_json(meta[METADATA_KEY]) == SPEC
+    assert load_backend(path, "onnxruntime").spec == SPEC
+    assert load_backend(path, "openvino").spec == SPEC  # OpenVINO reading the ONNX file
+
+
+def test_round_trip_through_openvino_ir(tmp_path: Path):
+    xml = save_openvino(save_model(tmp_path / "m.onnx", SPEC), tmp_path / "m.xml")
+    assert load_backend(xml).spec == SPEC
+
+
+def test_write_onnx_spec_replaces_an_earlier_one():
+    model = onnx.ModelProto()
+    write_onnx_spec(model, SPEC)
+    write_onnx_spec(model, HyperframeSpec(frames=1, stride=1, size=(8, 8), classes=("a",)))
+    assert [p.key for p in model.metadata_props] == [METADATA_KEY]
+    assert HyperframeSpec.from_json(model.metadata_props[0].value).frames == 1
+
+
+def test_window_and_pyramid_lags():
+    assert SPEC.window == 9
+    pyramid = HyperframeSpec(
+        frames=3, stride=1, size=(8, 8), classes=("a",), scales=(Scale(3, 1, 0), Scale(3, 4, 2))
+    )
+    assert [s.lags() for s in pyramid.inputs] == [(2, 1, 0), (10, 6, 2)]
+    assert pyramid.window == 11
+
+
+BASE = SPEC.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("change", "expect"),
+    [
+        ({}, nullcontext()),
+        (
+            {"frames": 0},
+            pytest.raises(SpecError, match="frames must be a positive integer, found 0"),
+        ),
+        ({"stride": 1.5}, pytest.raises(SpecError, match="stride must be a positive integer")),
+        ({"size": [96]}, pytest.raises(SpecError, match=r"size must be \[H, W\]")),
+        ({"size": [96, -1]}, pytest.raises(SpecError, match=r"size\[1\] \(W\) must be a positive")),
+        ({"classes": []}, pytest.raises(SpecError, match="classes must be a non-empty list")),
+        (
+            {"classes": ["a", "a"]},
+            pytest.raises(SpecError, match=r"unique, found duplicates \['a'\]"),
+        ),
+        (
+            {"alert_classes": {"smoke": 0.5}},
+            pytest.raises(SpecError, match="'smoke', which is not one of classes"),
+        ),
+        (
+            {"alert_classes": {"fall": 1.5}},
+            pytest.raises(SpecError, match=r"threshold in \(0, 1\], found 1.5"),
+        ),
+        (
+            {"interpolation": "bilinear"},
+            pytest.raises(SpecError, match="interpolation must be one of"),
+        ),
+        ({"layout": "channels-first"}, pytest.raises(SpecError, match="layout must be one of")),
+        ({"scales": [{"frames": 3}]}, pytest.raises(SpecError, match="frames, stride, offset")),
+        ({"version": 99}, pytest.raises(SpecError, match="newer than this edge-hf understands")),
+        ({"colour": "rgb"}, pytest.raises(SpecError, match=r"unknown field\(s\) \['colour'\]")),
+    ],
+)
+def test_validation_names_the_field(change, expect):
+    with expect:
+        HyperframeSpec.from_dict({**BASE, **change}, "model.onnx")
+
+
+def test_missing_field_and_bad_json():
+    d = dict(BASE)
+    del d["classes"]
+    with pytest.raises(SpecError, match=r"missing field\(s\) \['classes'\]"):
+        HyperframeSpec.from_dict(d)
+    with pytest.raises(SpecError, match="m.onnx: spec is not valid JSON"):
+        HyperframeSpec.from_json("{nope", "m.onnx")
+
+
+def test_onnx_model_without_spec_is_refused_with_the_fix(tmp_path: Path):
+    model = onnx.load(save_model(tmp_path / "m.onnx"))
+    del model.metadata_props[:]
+    onnx.save(model, tmp_path / "foreign.onnx")
+    for backend in ("onnxruntime", "openvino"):
+        with pytest.raises(ModelError, match=r"foreign.onnx has no edge-hf spec.*python -m export"):
+            load_backend(tmp_path / "foreign.onnx", backend)
