@@ -65,10 +65,10 @@ def motion_model(
         n("Cast", ["frames"], ["xf"], to=TensorProto.FLOAT),
         n("ReduceMean", ["xf", "ax_c"], ["gray"], keepdims=0),  # [N,T,H,W]
         n("ReduceMean", ["gray", "ax_w"], ["row_mean"], keepdims=0),  # [N,T,H]
-        n("Mul", ["gray", "gray"], ["sq"]),
-        n("ReduceMean", ["sq", "ax_w"], ["row_sq"], keepdims=0),
-        n("Mul", ["row_mean", "row_mean"], ["mean_sq"]),
-        n("Sub", ["row_sq", "mean_sq"], ["row_var"]),  # how much each row differs from plain
+        n("Unsqueeze", ["row_mean", "ax_w"], ["row_mean4"]),
+        n("Sub", ["gray", "row_mean4"], ["dev"]),
+        n("Mul", ["dev", "dev"], ["sq"]),
+        n("ReduceMean", ["sq", "ax_w"], ["row_var"], keepdims=0),  # rows with a figure vary
         n("ReduceMin", ["row_var", "ax_h"], ["floor"], keepdims=1),
         n("Sub", ["row_var", "floor"], ["excess"]),
         n("Relu", ["excess"], ["w"]),
@@ -80,7 +80,7 @@ def motion_model(
         n("MatMul", ["centroid", "head"], ["mm"]),
         n("Add", ["mm", "offset"], ["logits"]),
     ]
-    shape = input_shape or ["N", t, h, spec.size[1], 3]
+    shape = ["N", t, h, spec.size[1], 3]
     graph = helper.make_graph(
         nodes,
         "edge_hf_motion",

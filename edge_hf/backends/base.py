@@ -18,6 +18,9 @@ class BackendOptions:
     threads: int = 0  # 0: the library's default
     providers: tuple[str, ...] = ()  # onnxruntime execution providers, in priority order
     device: str = "CPU"  # OpenVINO device
+    # OpenVINO's CPU plugin defaults to bf16 on CPUs that have it, which moves logits by far more
+    # than export parity allows; f32 keeps the model's accuracy as measured. "bf16"/"f16" opt in.
+    precision: str = "f32"
 
 
 class Backend(Protocol):

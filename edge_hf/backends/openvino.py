@@ -45,7 +45,10 @@ class OvBackend:
             ],
             [(o.get_any_name(), _dims(o)) for o in model.outputs],
         )
-        config: dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY"}
+        config: dict[str, Any] = {
+            "PERFORMANCE_HINT": "LATENCY",
+            "INFERENCE_PRECISION_HINT": opts.precision,
+        }
         if opts.threads:
             config["INFERENCE_NUM_THREADS"] = opts.threads
         self.compiled = core.compile_model(model, opts.device, config)
@@ -56,6 +59,7 @@ class OvBackend:
         return {
             "backend": self.name,
             "device": self._device,
+            "precision": self.compiled.get_property("INFERENCE_PRECISION_HINT").to_string(),
             "inputs": {i.get_any_name(): str(i.get_partial_shape()) for i in self.compiled.inputs},
             "outputs": {
                 o.get_any_name(): str(o.get_partial_shape()) for o in self.compiled.outputs
