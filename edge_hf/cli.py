@@ -26,7 +26,8 @@ log = logging.getLogger("edge_hf")
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, not usage + error
-        raise UsageError(f"{self.prog}: {message} (see --help)")
+        command = self.prog.removeprefix("edge-hf").strip()  # "run", "info" or ""
+        raise UsageError(f"{command + ': ' if command else ''}{message} (see --help)")
 
 
 def _positive_int(text: str) -> int:

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Set up a fresh machine for edge-hf: system packages (when root), a venv, the package itself.
+# Idempotent and quick when nothing changed. Usage: scripts/setup.sh [EXTRAS]  (default dev,openvino)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-dev,openvino}"
+
+# ffmpeg writes H.264 test clips and serves live test streams; mosquitto is the test broker;
+# rtsp-server-perl serves RTSP on loopback.
+need=()
+command -v ffmpeg >/dev/null || need+=(ffmpeg)
+command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto mosquitto-clients)
+command -v rtsp-server-perl >/dev/null || need+=(rtsp-server-perl)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing ${need[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "setup: missing system packages; run: sudo apt-get install -y ${need[*]}" >&2
+    exit 1
+  fi
+fi
+
+py="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$py" -m venv .venv
+stamp=".venv/.edge-hf-$extras-$(sha1sum pyproject.toml | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing edge-hf[$extras] into .venv" >&2
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[$extras]"
+  rm -f .venv/.edge-hf-* && touch "$stamp"
+fi

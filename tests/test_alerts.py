@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from edge_hf.alerts import AlertLogic, AlertPolicy
+from edge_hf.errors import UsageError
+
+CLASSES = ("normal", "fall", "wave")
+
+
+def run(scores: list[float], k: int = 2, n: int = 3, cooldown: float = 0.0, fps: float = 10.0):
+    """Feed fall scores (one per hyperframe); return (kind, frame) of every event."""
+    logic = AlertLogic("cam", CLASSES, AlertPolicy((("fall", 0.5),), k, n, cooldown), fps)
+    out = []
+    for i, s in enumerate(scores):
+        probs = np.array([1 - s, s, 0.0], np.float32)
+        out += [(e.kind, e.frame) for e in logic.update(probs, i, 1000.0 + i)]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("scores", "k", "n", "events"),
+    [
+        ([0.9, 0.1, 0.1], 1, 1, [("start", 0), ("end", 1)]),
+        ([0.9, 0.1, 0.9, 0.1], 2, 3, [("start", 2), ("end", 3)]),  # 2 of 3 above, then 2 of 3 below
+        ([0.9, 0.1, 0.1, 0.1], 2, 3, []),  # a single spike is not an alert
+        (
+            [0.9, 0.9, 0.2, 0.9, 0.9, 0.2, 0.2],
+            2,
+            3,
+            [("start", 1), ("end", 6)],
+        ),  # a dip does not end it
+        ([0.6, 0.6, 0.6, 0.1, 0.1, 0.1], 3, 3, [("start", 2), ("end", 5)]),
+        ([0.5, 0.5, 0.49, 0.49], 2, 2, [("start", 1), ("end", 3)]),  # threshold is >=
+    ],
+)
+def test_k_of_n_hysteresis(scores, k, n, events):
+    assert run(scores, k, n) == events
+
+
+def test_cooldown_is_counted_in_video_seconds():
+    burst = [0.9, 0.9, 0.1, 0.1, 0.1]
+    # fps 10, cooldown 1 s = 10 frames after the end at frame 3: the burst at 5 is suppressed,
+    # the one at 15 is not
+    scores = burst + burst + [0.1] * 5 + burst
+    assert run(scores, cooldown=1.0) == [("start", 1), ("end", 3), ("start", 16), ("end", 18)]
+    assert run(scores, cooldown=0.0) == [
+        ("start", 1),
+        ("end", 3),
+        ("start", 6),
+        ("end", 8),
+        ("start", 16),
+        ("end", 18),
+    ]
+
+
+def test_events_carry_id_peak_and_utc_time():
+    logic = AlertLogic("porch", CLASSES, AlertPolicy((("fall", 0.5), ("wave", 0.8)), 1, 1, 0), 25)
+    start = logic.update(np.array([0.3, 0.6, 0.1], np.float32), 7, 1_764_480_000.25)
+    assert logic.update(np.array([0.1, 0.9, 0.0], np.float32), 8, 1_764_480_000.5) == ()
+    end = logic.update(np.array([0.8, 0.2, 0.0], np.float32), 9, 1_764_480_001.0)
+    (s,), (e,) = start, end
+    assert s.id == e.id and len(s.id) == 36
+    assert json.loads(json.dumps(s.to_dict())) == {
+        "event": "start",
+        "id": s.id,
+        "camera": "porch",
+        "label": "fall",
+        "score": 0.6,
+        "peak": 0.6,
+        "frame": 7,
+        "time": "2025-11-30T05:20:00.250Z",
+    }
+    assert e.to_dict() | {"id": None} == {
+        "event": "end",
+        "id": None,
+        "camera": "porch",
+        "label": "fall",
+        "score": 0.2,
+        "peak": 0.9,
+        "frame": 9,
+        "time": "2025-11-30T05:20:01.000Z",
+    }
+
+
+def test_classes_are_independent_and_close_ends_open_events():
+    logic = AlertLogic("c", CLASSES, AlertPolicy((("fall", 0.5), ("wave", 0.5)), 1, 1, 0), 25)
+    both = logic.update(np.array([0.0, 0.6, 0.6], np.float32), 1, 1.0)
+    assert sorted(e.label for e in both) == ["fall", "wave"]
+    closed = logic.close(5, 2.0)
+    assert sorted((e.kind, e.label) for e in closed) == [("end", "fall"), ("end", "wave")]
+    assert {e.id for e in closed} == {e.id for e in both}
+    assert logic.close(6, 3.0) == ()
+
+
+@pytest.mark.parametrize(("k", "n", "cooldown"), [(0, 3, 0), (4, 3, 0), (1, 1, -1)])
+def test_bad_policy(k, n, cooldown):
+    with pytest.raises(UsageError):
+        AlertPolicy((("fall", 0.5),), k, n, cooldown)

@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edge_hf.errors import SourceError, UsageError
+from edge_hf.redact import mask_url
+from edge_hf.sources import SourceOptions, open_source, split_name
+from edge_hf.sources.file import FileSource
+from edge_hf.sources.stream import StreamSource
+from edge_hf.sources.synth import SynthSource
+
+OPTS = SourceOptions()
+
+
+@pytest.mark.parametrize(
+    ("arg", "name", "src"),
+    [
+        ("/dev/video0", "video0", "/dev/video0"),
+        ("2", "video2", "2"),
+        ("front=rtsp://u:p@10.0.0.5:554/s?x=1", "front", "rtsp://u:p@10.0.0.5:554/s?x=1"),
+        ("rtsp://u:p@cam.local/stream", "cam.local", "rtsp://u:p@cam.local/stream"),
+        ("http://127.0.0.1:8080/cam.ts?a=b", "127.0.0.1", "http://127.0.0.1:8080/cam.ts?a=b"),
+        ("synth://fall?seed=2", "fall", "synth://fall?seed=2"),
+        ("/data/porch clip.mp4", "porch clip", "/data/porch clip.mp4"),
+        ("yard=/data/a.mp4", "yard", "/data/a.mp4"),
+    ],
+)
+def test_camera_names(arg, name, src):
+    assert split_name(arg) == (name, src)
+
+
+@pytest.mark.parametrize(
+    ("arg", "expect"),
+    [
+        (
+            "ftp://host/x.mp4",
+            pytest.raises(
+                UsageError,
+                match=r"unknown scheme 'ftp'; expected one of \['http', 'https', 'rtsp', 'rtsps', 'synth'\]",
+            ),
+        ),
+        (
+            "rtmp://user:secret@host/live",
+            pytest.raises(UsageError, match=r"rtmp://user:\*\*\*@host/live"),
+        ),
+        (
+            "/nonexistent/clip.mp4",
+            pytest.raises(SourceError, match=r"video file /nonexistent/clip.mp4 does not exist"),
+        ),
+        (
+            "/dev/video99",
+            pytest.raises(
+                SourceError, match=r"camera /dev/video99 does not exist; `ls /dev/video\*`"
+            ),
+        ),
+        ("99", pytest.raises(SourceError, match=r"camera /dev/video99 does not exist")),
+        ("synth://nothing", pytest.raises(UsageError, match=r"synth://nothing: .*nothing")),
+        ("synth://fall?size=big", pytest.raises(UsageError, match=r"expected size=WxH")),
+        (
+            "synth://fall?colour=red",
+            pytest.raises(UsageError, match=r"unknown parameter\(s\) \['colour'\]"),
+        ),
+        ("synth://fall?size=64x48&frames=5", nullcontext()),
+        (
+            "rtsp://127.0.0.1:1/x",
+            nullcontext(),
+        ),  # built, not opened: reachability is checked on open
+    ],
+)
+def test_bad_sources_say_what_and_how(arg, expect):
+    with expect:
+        open_source(arg, OPTS)
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("rtsp://admin:hunter2@10.0.0.2/s", "rtsp://admin:***@10.0.0.2/s"),
+        ("mqtts://bob:p%40ss:w@broker:8883/x", "mqtts://bob:***@broker:8883/x"),
+        ("rtsp://10.0.0.2/s", "rtsp://10.0.0.2/s"),
+        (
+            "camera rtsp://a:b@h/1 and http://c:d@h/2",
+            "camera rtsp://a:***@h/1 and http://c:***@h/2",
+        ),
+    ],
+)
+def test_mask_url(url, masked):
+    assert mask_url(url) == masked
+
+
+def test_stream_display_is_masked():
+    s = open_source("rtsp://admin:hunter2@127.0.0.1:1/s", OPTS)
+    assert isinstance(s, StreamSource) and "hunter2" not in s.display
+    with pytest.raises(SourceError) as e:
+        s.open()
+    assert "hunter2" not in str(e.value) and "rtsp://admin:***@127.0.0.1:1/s" in str(e.value)
+
+
+def test_finite_synth_ends_and_endless_is_live():
+    s = open_source("synth://wave?frames=4&size=64x48", OPTS)
+    assert isinstance(s, SynthSource) and not s.live
+    s.open()
+    frames = []
+    while s.grab():
+        frames.append(s.retrieve().copy())
+    assert len(frames) == 4 and frames[0].shape == (48, 64, 3)
+    assert open_source("synth://wave", OPTS).live
+
+
+def test_file_source_reads_loops_and_rejects_non_video(tmp_path: Path, fall_clip: Path):
+    src = FileSource(str(fall_clip), "c", SourceOptions(fast=True))
+    src.open()
+    n = 0
+    while src.grab():
+        n += 1
+        if n == 1:
+            first = src.retrieve()
+            assert first.shape == (180, 320, 3) and first.dtype == np.uint8
+            assert src.retrieve() is first  # decoded into the same buffer
+    assert n == 700 and src.fps == pytest.approx(25)
+    looping = FileSource(str(fall_clip), "c", SourceOptions(fast=True, loop=True))
+    looping.open()
+    assert sum(looping.grab() for _ in range(1500)) == 1500
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"not a video" * 100)
+    with pytest.raises(SourceError, match=r"cannot decode video file .*junk.mp4"):
+        FileSource(str(junk), "j", OPTS).open()
+
+
+def test_file_source_is_paced_at_its_fps(fall_clip: Path):
+    """Pacing is checked by frame count against a clock bound, not a timing ratio: 10 frames at
+    25 fps cannot arrive in less than 0.36 s."""
+    import time
+
+    src = FileSource(str(fall_clip), "c", OPTS)
+    src.open()
+    t0 = time.monotonic()
+    for _ in range(10):
+        assert src.grab()
+    assert time.monotonic() - t0 >= 0.36
