@@ -95,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--providers", default="", help="onnxruntime providers in order, e.g. tensorrt,cuda,cpu"
     )
     run.add_argument(
-        "--threads", type=_positive_int, help="inference threads (default: the backend's)"
+        "--threads",
+        type=_positive_int,
+        help="inference threads (default: 1 for onnxruntime, leaving cores to decode video; OpenVINO chooses)",
     )
     hop = run.add_mutually_exclusive_group()
     hop.add_argument(

@@ -43,9 +43,12 @@ class OrtBackend:
         self.path = path
         so = ort.SessionOptions()
         so.log_severity_level = 3
-        if opts.threads:
-            so.intra_op_num_threads = opts.threads
-            so.inter_op_num_threads = 1
+        # Spinning intra-op threads busy-wait between runs and steal the cores that decode
+        # video; on a small box that costs more than it saves (see bench/).
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # One thread by default: the other cores are decoding video (see bench/).
+        so.intra_op_num_threads = opts.threads or 1
+        so.inter_op_num_threads = 1
         providers = resolve_providers(opts.providers)
         try:
             self.session = ort.InferenceSession(str(path), so, providers=providers)
