@@ -26,7 +26,7 @@ import pytest
 from edge_hf import synth
 from edge_hf.runtime import DEMO_MODEL, RunConfig, Runtime
 from edge_hf.sources import SourceOptions
-from tests._live import write_h264_clip
+from tests.live import write_h264_clip
 
 ROUNDS = 7
 FRAMES = 250  # 10 s at 25 fps

@@ -117,7 +117,7 @@ class Capture(threading.Thread):
                     self.error = e
                     return
                 self.stats.failures += 1
-                log.warning("%s; retrying in %.0f s", e, backoff)
+                log.warning("%s; retrying in %.3g s", e, backoff)
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, self.policy.backoff_max)
                 continue
@@ -135,7 +135,7 @@ class Capture(threading.Thread):
             if outcome == "ended":  # it worked for a while: start the backoff again
                 backoff = self.policy.backoff_min
             log.warning(
-                "camera %s: %s; reconnecting in %.0f s",
+                "camera %s: %s; reconnecting in %.3g s",
                 src.name,
                 _OUTCOMES[outcome].format(t=self.policy.stall_timeout),
                 backoff,
@@ -154,7 +154,7 @@ class Capture(threading.Thread):
             now = time.monotonic()
             if not ok:
                 return "ended" if i else "nothing"
-            if now - st.last_frame > stall:
+            if now - st.last_frame >= stall:
                 return "stalled"
             st.last_frame = now
             st.grabbed += 1

@@ -206,3 +206,16 @@ def test_softmax_and_sigmoid_activation(tmp_path: Path):
     rt.logits[:] = [[1.0, 3.0]]
     rt._activate()
     np.testing.assert_allclose(rt.probs, [[0.1192029, 0.8807971]], rtol=1e-6)
+
+
+def test_two_cameras_each_get_their_own_alerts(tmp_path: Path):
+    sink = ListSink()
+    cams = ("a=synth://fall?frames=80&seed=1", "b=synth://walk_right?frames=80&seed=2")
+    cfg = RunConfig(
+        cameras=cams, model=save_model(tmp_path / "m.onnx"), source_opts=SourceOptions(fast=True)
+    )
+    rt = Runtime(cfg, [sink], threading.Event())
+    assert rt.run() == 0
+    assert [c.capture.stats.grabbed for c in rt.cameras] == [80, 80]
+    assert {e.camera for e in sink.events} == {"a"}  # the fall, not the walk
+    assert rt.latency.count == sum(c.capture.stats.published for c in rt.cameras)
