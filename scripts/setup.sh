@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for edge-hf: system packages (when root), a venv, the package itself.
 # Idempotent and quick when nothing changed. Usage: scripts/setup.sh [EXTRAS]  (default dev,openvino)
+# With the train extra, torch+torchvision are installed first as a matching pair
+# (TORCH_PACKAGES overrides, e.g. "torch==2.9.1 torchvision==0.24.1" on aarch64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-dev,openvino}"
@@ -28,6 +30,11 @@ stamp=".venv/.edge-hf-$extras-$(sha1sum pyproject.toml | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing edge-hf[$extras] into .venv" >&2
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  if [[ ",$extras," == *",train,"* ]]; then
+    # torch and torchvision as a matching pair before timm asks for "any torch" (see the README)
+    # shellcheck disable=SC2086
+    .venv/bin/python -m pip install -q ${TORCH_PACKAGES:-torch==2.14.1 torchvision==0.29.1}
+  fi
   .venv/bin/python -m pip install -q -e ".[$extras]"
   rm -f .venv/.edge-hf-* && touch "$stamp"
 fi

@@ -1,0 +1,122 @@
+"""Hyperframe samples for torch: windows of cached frames, labelled by a strategy, augmented
+once per hyperframe. Evaluation windows are fixed and see exactly the runtime's preprocessing."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from models.augment import AugConfig, augment
+from models.cache import FrameCache
+from models.data import DataError, Video, window_label
+
+log = logging.getLogger("models")
+
+
+class Windows:
+    """Valid hyperframe windows of a set of videos (start frames whose label is not -1)."""
+
+    def __init__(
+        self,
+        videos: tuple[Video, ...],
+        cache: FrameCache,
+        frames: int,
+        stride: int,
+        strategy: str,
+        abnormal: frozenset[int],
+    ) -> None:
+        self.span = (frames - 1) * stride + 1
+        self.offsets = np.arange(frames) * stride
+        self.clips: list[np.ndarray] = []
+        self.starts: list[np.ndarray] = []  # per clip: valid start frames
+        self.labels: list[np.ndarray] = []  # per clip: label of each valid start
+        unreadable, short = [], []
+        for v in videos:
+            arr = cache.frames(v.path)
+            if arr is None:
+                unreadable.append(v.path.name)
+                continue
+            if len(arr) < self.span:
+                short.append(f"{v.path.name} ({len(arr)} frames)")
+                continue
+            starts, labels = [], []
+            for s in range(len(arr) - self.span + 1):
+                lab = window_label(v.labels, list(s + self.offsets), strategy, abnormal)
+                if lab >= 0:
+                    starts.append(s)
+                    labels.append(lab)
+            if starts:
+                self.clips.append(arr)
+                self.starts.append(np.array(starts))
+                self.labels.append(np.array(labels))
+        if unreadable:
+            log.warning(
+                "skipped %d unreadable video(s): %s", len(unreadable), ", ".join(unreadable[:10])
+            )
+        if short:
+            log.warning(
+                "skipped %d clip(s) shorter than the hyperframe window of %d frames: %s",
+                len(short),
+                self.span,
+                ", ".join(short[:10]),
+            )
+        if not self.clips:
+            raise DataError(
+                f"no usable videos among {len(videos)} (unreadable: {len(unreadable)}, "
+                f"shorter than {self.span} frames: {len(short)})"
+            )
+
+    def window(self, clip: int, start: int) -> np.ndarray:
+        return self.clips[clip][start + self.offsets]
+
+
+class TrainSet(Dataset):
+    """``samples_per_clip`` random windows per clip per epoch, augmented."""
+
+    def __init__(
+        self,
+        w: Windows,
+        samples_per_clip: int,
+        aug: AugConfig,
+        flip: dict[int, int] | None,
+        seed: int,
+    ) -> None:
+        self.w, self.k, self.aug, self.flip, self.seed = w, samples_per_clip, aug, flip, seed
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        return len(self.w.clips) * self.k
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        rng = np.random.default_rng((self.seed, self.epoch, i))
+        c = i // self.k
+        j = int(rng.integers(len(self.w.starts[c])))
+        frames, label = augment(
+            self.w.window(c, int(self.w.starts[c][j])),
+            int(self.w.labels[c][j]),
+            rng,
+            self.aug,
+            self.flip,
+        )
+        return torch.from_numpy(frames), label
+
+
+class EvalSet(Dataset):
+    """``clips`` evenly spaced windows per video; ``video`` says which, for averaging."""
+
+    def __init__(self, w: Windows, clips: int) -> None:
+        self.w = w
+        self.items = []
+        for c, starts in enumerate(w.starts):
+            picks = np.unique(np.linspace(0, len(starts) - 1, clips).round().astype(int))
+            self.items += [(c, int(starts[p]), int(w.labels[c][p])) for p in picks]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int, int]:
+        c, s, label = self.items[i]
+        return torch.from_numpy(np.ascontiguousarray(self.w.window(c, s))), label, c

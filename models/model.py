@@ -1,0 +1,133 @@
+"""Hyperframe models: a timm backbone with ``in_chans = 3T`` behind an input adapter that takes
+the contract's uint8 ``[N, T, H, W, 3]`` BGR input.
+
+The adapter only casts, transposes and reshapes. Colour order is a permutation of conv1's input
+channels, applied to the weights when they are loaded; the 1/(255*std) scaling is a multiply
+while training (so the optimiser sees normalised inputs) and is folded into conv1's weights by
+``fold()`` before export, where it then costs nothing. No mean is subtracted: the stem's
+BatchNorm absorbs it, and a per-pixel subtraction would cost more than the backbone's first layer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import timm
+import torch
+from torch import nn
+
+INFLATIONS = ("tile-scaled", "tile", "mean", "random")
+_BGR = [2, 1, 0]  # RGB weights -> BGR input order
+
+
+class InputAdapter(nn.Module):
+    def __init__(self, frames: int, std_rgb: tuple[float, float, float]) -> None:
+        super().__init__()
+        std_bgr = torch.tensor(std_rgb, dtype=torch.float32)[_BGR]
+        self.register_buffer(
+            "scale", (1.0 / (255.0 * std_bgr)).repeat(frames).view(1, 3 * frames, 1, 1)
+        )
+        self.folded = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, t, h, w, c = x.shape
+        x = x.permute(0, 1, 4, 2, 3).reshape(n, t * c, h, w).float()
+        return x if self.folded else x * self.scale
+
+
+class HyperframeNet(nn.Module):
+    def __init__(self, backbone: nn.Module, frames: int) -> None:
+        super().__init__()
+        cfg = backbone.pretrained_cfg
+        self.frames = frames
+        self.first_conv = cfg["first_conv"]
+        self.adapter = InputAdapter(frames, tuple(cfg.get("std", (0.229, 0.224, 0.225))))
+        self.backbone = backbone
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.backbone(self.adapter(x))
+
+    def stem(self) -> nn.Conv2d:
+        m = self.backbone.get_submodule(self.first_conv)
+        return m[0] if isinstance(m, nn.Sequential) else m
+
+    @torch.no_grad()
+    def fold(self) -> None:
+        """Bake the adapter's scaling into conv1 (exact: conv is linear in its input)."""
+        if not self.adapter.folded:
+            self.stem().weight.mul_(self.adapter.scale.view(1, -1, 1, 1))
+            self.adapter.folded = True
+
+
+def inflate(weight: torch.Tensor, frames: int, mode: str) -> torch.Tensor:
+    """A 3-channel RGB stem weight [O, 3, k, k] -> [O, 3T, k, k] for frame-major BGR input.
+
+    tile-scaled (timm's): T copies scaled by 3/(3T), so T identical frames give the 3-channel
+    model's response; tile: T unscaled copies (the seed's); mean: the RGB mean everywhere, /T.
+    """
+    if mode not in INFLATIONS or mode == "random":
+        raise ValueError(f"inflation must be one of {INFLATIONS[:-1]} here, found {mode!r}")
+    w = weight[:, _BGR]
+    if mode == "mean":
+        w = w.mean(dim=1, keepdim=True).expand_as(w)
+    w = w.repeat(1, frames, 1, 1)
+    return w if mode == "tile" else w * (3.0 / (3.0 * frames))
+
+
+def build(
+    arch: str,
+    frames: int,
+    num_classes: int,
+    *,
+    inflation: str = "tile-scaled",
+    pretrained: str | None = None,
+    stem_bn: bool = False,
+    size: int | None = None,
+) -> HyperframeNet:
+    extra = {"img_size": size} if size and arch.startswith(("vit", "deit")) else {}
+    backbone = timm.create_model(
+        arch, pretrained=False, in_chans=3 * frames, num_classes=num_classes, **extra
+    )
+    net = HyperframeNet(backbone, frames)
+    if pretrained:
+        load_pretrained(net, pretrained, inflation)
+    if stem_bn:  # seed 4.3: a fresh BatchNorm after the stem relearns the input's scale
+        conv = net.stem()
+        backbone.set_submodule(
+            net.first_conv, nn.Sequential(conv, nn.BatchNorm2d(conv.out_channels))
+        )
+    return net
+
+
+def load_pretrained(net: HyperframeNet, source: str, inflation: str) -> None:
+    """3-channel weights from a local file (or a URL, for online machines) into a 3T model."""
+    if "://" in source:
+        state = torch.hub.load_state_dict_from_url(source, map_location="cpu", weights_only=True)
+    else:
+        if not Path(source).is_file():
+            raise FileNotFoundError(f"pretrained weights {source} do not exist")
+        state = torch.load(source, map_location="cpu", weights_only=True)
+    state = state.get("state_dict", state.get("model", state)) if isinstance(state, dict) else state
+    own = net.backbone.state_dict()
+    key = f"{net.first_conv}.weight"
+    if key in state and state[key].shape[1] == 3 and own[key].shape[1] != 3:
+        if inflation == "random":
+            del state[key]
+        else:
+            state[key] = inflate(state[key], net.frames, inflation)
+    # a different head (class count) is expected; anything else mismatched is an error
+    dropped = [k for k, v in state.items() if k in own and v.shape != own[k].shape]
+    head = net.backbone.default_cfg.get("classifier", "classifier")
+    bad = [k for k in dropped if not k.startswith(head)]
+    if bad:
+        raise ValueError(
+            f"pretrained weights {source} do not fit {bad[:3]}: is it the same architecture?"
+        )
+    for k in dropped:
+        del state[k]
+    missing, unexpected = net.backbone.load_state_dict(state, strict=False)
+    unexpected = [k for k in unexpected if not k.startswith(head)]
+    if unexpected:
+        raise ValueError(
+            f"pretrained weights {source} have keys this model lacks: {unexpected[:3]}"
+        )

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+
+from models import data
+from models.data import DataError, window_label
+
+# frames 0-9 walk (0), 10-14 fall (1), 15-19 lying (2), 20-21 unlabelled (-1)
+LABELS = (0,) * 10 + (1,) * 5 + (2,) * 5 + (-1,) * 2
+FALL = frozenset({1})
+
+
+@pytest.mark.parametrize(
+    ("frames", "strategy", "expect"),
+    [
+        ([0, 1, 2], "video", 0),
+        ([8, 9, 10], "video", 0),  # 2 of 3 walk
+        ([9, 10, 11, 12], "video", 1),  # 3 of 4 fall
+        ([8, 9, 10, 11], "video", -1),  # no majority
+        ([2, 4, 6], "center", 0),
+        ([7, 9, 11], "center", -1),  # centre 9 is walk, but 10 (inside the middle half) is fall
+        ([11, 12, 13], "center", 1),
+        ([0, 5, 10, 15, 20], "center", -1),  # centre 10, but the middle half 5..15 is not all fall
+        ([4, 8, 12, 16], "center", -1),
+        ([6, 7, 8], "window-any", 0),
+        ([7, 9, 11], "window-any", 1),  # any fall frame makes it a fall
+        ([14, 16, 18], "window-any", 1),
+        ([16, 18, 20], "window-any", 2),  # centre lying
+        ([19, 20, 21], "window-any", -1),  # centre unlabelled
+    ],
+)
+def test_label_strategies(frames, strategy, expect):
+    assert window_label(LABELS, frames, strategy, FALL) == expect
+
+
+def test_clip_labels_ignore_the_strategy():
+    assert {window_label(4, [0, 1, 2], s, FALL) for s in data.STRATEGIES} == {4}
+
+
+def test_ucf101_layout_and_flip_map(tiny_actions: Path):
+    ds = data.load(tiny_actions)
+    assert ds.classes == ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
+    assert len(ds.train) == 6 * 2 and len(ds.val) == 6 * 2
+    assert ds.flip == {"walk_left": "walk_right", "walk_right": "walk_left"}
+    assert all(v.path.is_file() for v in ds.train + ds.val)
+
+
+def test_segments_layout(tiny_streams: Path):
+    ds = data.load(tiny_streams, val_fraction=0.5)
+    assert "fall" in ds.classes and "lie_down" in ds.classes
+    assert len(ds.train) == len(ds.val) == 1
+    labels = ds.train[0].labels
+    assert isinstance(labels, tuple) and -1 not in labels
+
+
+def test_folder_per_class_gets_a_seeded_split(tmp_path: Path, tiny_actions: Path):
+    for c in ("fall", "lie_down"):
+        (tmp_path / c).mkdir()
+        for src in sorted((tiny_actions / c).glob("*.avi")):
+            (tmp_path / c / src.name).write_bytes(src.read_bytes())
+    a, b = data.load(tmp_path, seed=1), data.load(tmp_path, seed=1)
+    assert a == b and len(a.val) == 2 and len(a.train) == 6 and a.flip == {}
+    assert data.load(tmp_path, seed=2).val != a.val
+
+
+def _csv(tmp: Path, rows: list[str], header: str = "video,start_frame,end_frame,label") -> Path:
+    (tmp / "a.avi").write_bytes(b"")
+    (tmp / "segments.csv").write_text("\n".join([header, *rows]) + "\n")
+    return tmp
+
+
+@pytest.mark.parametrize(
+    ("rows", "expect"),
+    [
+        (["a.avi,0,9,walk", "a.avi,10,20,fall"], nullcontext()),
+        (
+            ["b.avi,0,9,walk"],
+            pytest.raises(DataError, match=r"segments.csv:2: video b.avi does not exist"),
+        ),
+        (
+            ["a.avi,9,3,walk"],
+            pytest.raises(DataError, match=r"segments.csv:2: bad frame range 9..3"),
+        ),
+        (["a.avi,x,3,walk"], pytest.raises(DataError, match=r"must be integers, found 'x'")),
+        (["a.avi,0,3,"], pytest.raises(DataError, match=r"segments.csv:2: empty label")),
+        ([], pytest.raises(DataError, match=r"segments.csv: no segments")),
+    ],
+)
+def test_bad_segment_rows_name_the_line(tmp_path: Path, rows, expect):
+    with expect:
+        data.load(_csv(tmp_path, rows))
+
+
+def test_bad_layouts(tmp_path: Path):
+    with pytest.raises(DataError, match="does not exist"):
+        data.load(tmp_path / "nope")
+    with pytest.raises(DataError, match="has no class folders with videos"):
+        data.load(tmp_path)
+    with pytest.raises(DataError, match="expected the header"):
+        data.load(_csv(tmp_path, ["a.avi,0,1,x"], header="file,from,to,what"))

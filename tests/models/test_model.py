@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import timm
+import torch
+
+from models.model import build, inflate
+
+
+def _three_channel(
+    tmp_path: Path, arch: str = "mobilenetv3_small_100"
+) -> tuple[torch.nn.Module, Path]:
+    torch.manual_seed(0)
+    m = timm.create_model(arch, in_chans=3, num_classes=4).eval()
+    path = tmp_path / "w3.pt"
+    torch.save(m.state_dict(), path)
+    return m, path
+
+
+def _as_rgb_input(x: torch.Tensor) -> torch.Tensor:
+    """What a 3-channel model sees for one BGR uint8 frame: RGB scaled by 1/(255*std), no mean."""
+    std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    return x.permute(0, 3, 1, 2).float()[:, [2, 1, 0]] / 255.0 / std
+
+
+@pytest.mark.parametrize("frames", [2, 3, 5])
+def test_tile_scaled_inflation_gives_the_3_channel_logits_on_identical_frames(tmp_path, frames):
+    m3, weights = _three_channel(tmp_path)
+    net = build("mobilenetv3_small_100", frames, 4, pretrained=str(weights)).eval()
+    frame = torch.randint(0, 256, (2, 64, 64, 3), dtype=torch.uint8)
+    with torch.no_grad():
+        got = net(frame[:, None].repeat(1, frames, 1, 1, 1))
+        want = m3(_as_rgb_input(frame))
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_inflation_modes():
+    w = torch.randn(8, 3, 3, 3)
+    bgr = w[:, [2, 1, 0]]
+    torch.testing.assert_close(inflate(w, 3, "tile"), bgr.repeat(1, 3, 1, 1))
+    torch.testing.assert_close(inflate(w, 3, "tile-scaled"), bgr.repeat(1, 3, 1, 1) / 3)
+    torch.testing.assert_close(inflate(w, 2, "mean")[:, 0], w.mean(1) / 2)
+    with pytest.raises(ValueError, match="inflation must be one of"):
+        inflate(w, 3, "random")
+
+
+def test_random_inflation_keeps_the_rest_of_the_weights(tmp_path):
+    m3, weights = _three_channel(tmp_path)
+    net = build("mobilenetv3_small_100", 3, 4, pretrained=str(weights), inflation="random")
+    torch.testing.assert_close(
+        net.backbone.blocks[0][0].conv_dw.weight, m3.blocks[0][0].conv_dw.weight
+    )
+
+
+def test_folding_the_scale_into_conv1_is_exact():
+    net = build("mobilenetv3_small_100", 3, 4).eval()
+    x = torch.randint(0, 256, (2, 3, 64, 64, 3), dtype=torch.uint8)
+    with torch.no_grad():
+        before = net(x)
+        net.fold()
+        after = net(x)
+    assert net.adapter.folded
+    torch.testing.assert_close(after, before, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("arch", "size"),
+    [("mobilenetv3_large_100", 64), ("resnet18", 64), ("vit_tiny_patch16_224", 64)],
+)
+def test_other_backbones_take_hyperframes(arch, size):
+    net = build(arch, 3, 5, size=size, stem_bn=True).eval()
+    with torch.no_grad():
+        out = net(torch.zeros(1, 3, size, size, 3, dtype=torch.uint8))
+    assert out.shape == (1, 5)
+    assert isinstance(net.backbone.get_submodule(net.first_conv), torch.nn.Sequential)
+
+
+def test_pretrained_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="pretrained weights .* do not exist"):
+        build("mobilenetv3_small_100", 3, 4, pretrained=str(tmp_path / "nope.pt"))
+    _, weights = _three_channel(tmp_path, "resnet18")
+    with pytest.raises(ValueError, match="same architecture"):
+        build("mobilenetv3_small_100", 3, 4, pretrained=str(weights))

@@ -1,0 +1,189 @@
+"""The training command end to end on tiny data (64 px, a few clips), as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from edge_hf.spec import HyperframeSpec
+from models.config import parse
+from models.data import DataError
+from models.model import build
+from tests.conftest import ROOT
+
+TINY = [
+    "--recipe",
+    "realtime-cpu",
+    "--size",
+    "64",
+    "--epochs",
+    "1",
+    "--batch",
+    "8",
+    "--samples-per-clip",
+    "2",
+]
+
+
+def train(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "models.train",
+        *TINY,
+        "--out",
+        str(tmp / "runs"),
+        "--cache",
+        str(tmp / "cache"),
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def one_epoch(tiny_actions: Path, tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("train")
+    r = train("--data", str(tiny_actions), "--name", "tiny", tmp=tmp)
+    assert r.returncode == 0, r.stderr
+    return tmp
+
+
+def test_one_epoch_writes_checkpoint_metrics_and_plots(one_epoch: Path):
+    run = one_epoch / "runs" / "tiny"
+    assert {p.name for p in run.iterdir()} >= {
+        "best.pt",
+        "last.pt",
+        "metrics.json",
+        "curves.png",
+        "confusion.png",
+    }
+    m = json.loads((run / "metrics.json").read_text())
+    row = m["history"][0]
+    assert set(row) >= {"top1", "macro_f1", "per_class", "confusion", "loss", "samples_per_s"}
+    assert (
+        len(row["confusion"]) == 6 and sum(map(sum, row["confusion"])) == 12
+    )  # one row per val video
+    assert set(row["per_class"]["fall"]) == {"precision", "recall"}
+
+
+def test_checkpoint_round_trip(one_epoch: Path, tiny_actions: Path):
+    ckpt = torch.load(
+        one_epoch / "runs" / "tiny" / "best.pt", map_location="cpu", weights_only=True
+    )
+    spec = HyperframeSpec.from_json(ckpt["spec"])
+    assert spec.frames == 3 and spec.size == (64, 64) and spec.thresholds == {"fall": 0.8}
+    cfg = json.loads(ckpt["config"])
+    net = build(cfg["arch"], spec.frames, len(spec.classes)).eval()
+    net.load_state_dict(ckpt["model"])
+    x = torch.randint(0, 256, (2, 3, 64, 64, 3), dtype=torch.uint8)
+    again = build(cfg["arch"], spec.frames, len(spec.classes)).eval()
+    again.load_state_dict(
+        torch.load(one_epoch / "runs" / "tiny" / "best.pt", weights_only=True)["model"]
+    )
+    with torch.no_grad():
+        torch.testing.assert_close(net(x), again(x))
+
+
+def test_second_run_decodes_nothing(one_epoch: Path, tiny_actions: Path):
+    from models.cache import FrameCache
+
+    cache = FrameCache(one_epoch / "cache", (64, 64))
+    for clip in sorted(tiny_actions.rglob("*.avi")):
+        assert cache.frames(clip) is not None
+    assert cache.decoded == 0
+
+
+def test_resume_with_another_class_list_is_refused(one_epoch: Path, tiny_streams: Path):
+    r = train(
+        "--data",
+        str(tiny_streams),
+        "--name",
+        "tiny",
+        "--resume",
+        "--label-strategy",
+        "center",
+        tmp=one_epoch,
+    )
+    assert r.returncode == 2
+    assert (
+        "cannot resume: it was trained on classes ['walk_left'" in r.stderr
+        and "use a new --name" in r.stderr
+    )
+
+
+def test_streams_with_center_labels_train(tiny_streams: Path, tmp_path: Path):
+    r = train(
+        "--data",
+        str(tiny_streams),
+        "--label-strategy",
+        "window-any",
+        "--val-fraction",
+        "0.5",
+        tmp=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+
+
+def test_unreadable_and_short_clips_are_skipped_with_one_warning(
+    tiny_actions: Path, tmp_path: Path
+):
+    data = tmp_path / "data"
+    shutil.copytree(tiny_actions, data)
+    (data / "fall" / "v_fall_g02_c01.avi").write_bytes(b"broken")
+    r = train("--data", str(data), "--frames", "3", "--stride", "42", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "skipped 1 unreadable video(s): v_fall_g02_c01.avi" in r.stderr
+    assert (
+        "shorter than the hyperframe window of 85 frames: v_walk_left_g02_c01.avi (84 frames)"
+        in r.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--recipe", "realtime"],
+            "recipe 'realtime' not found; expected one of ['accuracy-first'",
+        ),
+        (["--recipe", "realtime-cpu"], "--data is required"),
+        (["--data", "x", "--aug", "shuffle"], "aug: expected sync / per-frame / none"),
+    ],
+)
+def test_bad_config(argv, message):
+    with pytest.raises(DataError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        parse(argv)
+
+
+def test_recipe_typo_suggests_the_key(tmp_path: Path):
+    recipe = tmp_path / "mine.toml"
+    recipe.write_text('arch = "resnet18"\nlrr = 0.1\n')
+    with pytest.raises(DataError, match=r"mine.toml: unknown key 'lrr'; did you mean 'lr'\?"):
+        parse(["--recipe", str(recipe), "--data", "x"])
+
+
+def test_every_recipe_parses():
+    for name in ("realtime-cpu", "fast-action", "slow-behaviour", "accuracy-first"):
+        cfg = parse(["--recipe", name, "--data", "x"])
+        assert cfg.recipe == name
+    assert (
+        parse(["--recipe", "realtime-cpu", "--data", "x", "--frames", "5"]).frames == 5
+    )  # flags win
+
+
+def test_nothing_usable_is_an_error(tiny_actions: Path, tmp_path: Path):
+    r = train("--data", str(tiny_actions), "--stride", "100", tmp=tmp_path)
+    assert r.returncode == 2
+    assert (
+        r.stderr.strip()
+        .splitlines()[-1]
+        .startswith("models.train: error: no usable videos among 12")
+    )
