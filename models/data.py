@@ -1,7 +1,8 @@
 """Datasets: which videos, which labels, which hyperframe windows.
 
 Layouts: UCF101 (``classInd.txt`` + ``trainlist01.txt``/``testlist01.txt``), a plain folder per
-class (seeded split), or frame-level segments (``segments.csv``: video,start_frame,end_frame,label).
+class (seeded split), or frame-level segments (``segments.csv``: video,start_frame,end_frame,label,
+with an optional ``classes.txt`` listing the allowed labels in logit order).
 Label strategies (how a window of frames gets one label):
 
 - ``video``: the clip's label (folder datasets), or the label most frames of the window carry;
@@ -117,6 +118,15 @@ def _ucf101(root: Path, flip) -> Dataset:
 def _segments(root: Path, seed: int, val_fraction: float, flip) -> Dataset:
     rows = _read_segments(root / "segments.csv")
     classes = tuple(sorted({label for *_, label in rows}))
+    listed = root / "classes.txt"  # optional: the allowed labels, in logit order
+    if listed.is_file():
+        allowed = tuple(c.strip() for c in listed.read_text().splitlines() if c.strip())
+        for n, (_, _, _, label) in enumerate(rows, 2):
+            if label not in allowed:
+                raise DataError(
+                    f"{root / 'segments.csv'}:{n}: unknown label {label!r}; {listed} lists {list(allowed)}"
+                )
+        classes = allowed
     per_video: dict[str, list[tuple[int, int, int]]] = {}
     for video, start, end, label in rows:
         per_video.setdefault(video, []).append((start, end, classes.index(label)))

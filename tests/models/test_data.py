@@ -68,6 +68,7 @@ def test_folder_per_class_gets_a_seeded_split(tmp_path: Path, tiny_actions: Path
 
 def _csv(tmp: Path, rows: list[str], header: str = "video,start_frame,end_frame,label") -> Path:
     (tmp / "a.avi").write_bytes(b"")
+    (tmp / "classes.txt").write_text("walk\nfall\n")
     (tmp / "segments.csv").write_text("\n".join([header, *rows]) + "\n")
     return tmp
 
@@ -87,6 +88,13 @@ def _csv(tmp: Path, rows: list[str], header: str = "video,start_frame,end_frame,
         (["a.avi,x,3,walk"], pytest.raises(DataError, match=r"must be integers, found 'x'")),
         (["a.avi,0,3,"], pytest.raises(DataError, match=r"segments.csv:2: empty label")),
         ([], pytest.raises(DataError, match=r"segments.csv: no segments")),
+        (
+            ["a.avi,0,3,walk", "a.avi,4,5,jump"],
+            pytest.raises(
+                DataError,
+                match=r"segments.csv:3: unknown label 'jump'; .*classes.txt lists \['walk', 'fall'\]",
+            ),
+        ),
     ],
 )
 def test_bad_segment_rows_name_the_line(tmp_path: Path, rows, expect):
@@ -101,3 +109,31 @@ def test_bad_layouts(tmp_path: Path):
         data.load(tmp_path)
     with pytest.raises(DataError, match="expected the header"):
         data.load(_csv(tmp_path, ["a.avi,0,1,x"], header="file,from,to,what"))
+
+
+def test_strategies_on_the_synthetic_csv_with_known_segments(tiny_streams: Path):
+    ds = data.load(tiny_streams, val_fraction=0.5)
+    video = ds.train[0]
+    fall = ds.classes.index("fall")
+    start, end = next((s, e) for s, e, label in _segments(tiny_streams, video) if label == "fall")
+    mid = (start + end) // 2
+    assert window_label(video.labels, [mid - 1, mid, mid + 1], "center", frozenset({fall})) == fall
+    before = [start - 3, start - 2, start - 1]  # just before the fall: not a fall...
+    assert window_label(video.labels, before, "center", frozenset({fall})) != fall
+    reaching = [start - 2, start - 1, start]  # ...until one frame of it is in the window
+    assert window_label(video.labels, reaching, "window-any", frozenset({fall})) == fall
+    assert window_label(video.labels, reaching, "center", frozenset({fall})) in (
+        -1,
+        video.labels[start - 1],
+    )
+
+
+def _segments(root: Path, video) -> list[tuple[int, int, str]]:
+    import csv
+
+    with open(root / "segments.csv") as f:
+        return [
+            (int(r["start_frame"]), int(r["end_frame"]), r["label"])
+            for r in csv.DictReader(f)
+            if root / r["video"] == video.path
+        ]
