@@ -113,11 +113,7 @@ def optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer
 
 def train(cfg: TrainConfig) -> dict:
     torch.manual_seed(cfg.seed)
-    device = torch.device(
-        "cuda"
-        if cfg.device == "auto" and torch.cuda.is_available()
-        else ("cpu" if cfg.device == "auto" else cfg.device)
-    )
+    device = device_for(cfg)
     ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction)
     name = cfg.name or f"{Path(cfg.data).name}-t{cfg.frames}s{cfg.stride}-{cfg.aug}"
     out = Path(cfg.out) / name
@@ -165,27 +161,41 @@ def train(cfg: TrainConfig) -> dict:
         if row["top1"] > best:
             best = row["top1"]
             torch.save(state, out / "best.pt")
-        torch.save(
-            {
-                **state,
-                "optimizer": opt.state_dict(),
-                "scheduler": sched.state_dict(),
-                "history": json.dumps(history),
-                "best": best,
-            },
-            out / "last.pt",
-        )
+        resumable = {
+            "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(),
+            "history": json.dumps(history),
+            "best": best,
+        }
+        torch.save({**state, **resumable}, out / "last.pt")
+    return write_results(out, name, cfg, ds.classes, history, best)
+
+
+def device_for(cfg: TrainConfig) -> torch.device:
+    if cfg.device != "auto":
+        return torch.device(cfg.device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def write_results(
+    out: Path,
+    name: str,
+    cfg: TrainConfig,
+    classes: tuple[str, ...],
+    history: list[dict],
+    best: float,
+) -> dict:
     result = {
         "name": name,
         "config": cfg.to_dict(),
-        "classes": list(ds.classes),
+        "classes": list(classes),
         "best_top1": best,
         "history": history,
     }
     (out / "metrics.json").write_text(json.dumps(result, indent=1))
     plot_curves(history, out / "curves.png")
     plot_confusion(
-        max(history, key=lambda r: r["top1"])["confusion"], ds.classes, out / "confusion.png"
+        max(history, key=lambda r: r["top1"])["confusion"], classes, out / "confusion.png"
     )
     return result
 
