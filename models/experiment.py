@@ -11,6 +11,7 @@ Writes ``OUT/experiment.md`` and prints it.
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import sys
 import time
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clips-per-class", type=int, default=40)
     ap.add_argument("--epochs", type=int)
     args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     data = args.out / "synth-data"
     if not (data / "classInd.txt").is_file():
         write_action_dataset(data, args.clips_per_class, (180, 320), seed=0)
