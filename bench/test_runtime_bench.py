@@ -33,6 +33,9 @@ FRAMES = 250  # 10 s at 25 fps
 
 
 class NullSink:
+    def start(self, run) -> None:
+        pass
+
     def emit(self, event) -> None:
         pass
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edge_hf.errors import SourceError
+from edge_hf.health import Heartbeat
 from edge_hf.sampler import StrideSampler, resize_into
 from edge_hf.sources.base import Source
 
@@ -87,11 +88,13 @@ class Capture(threading.Thread):
         policy: CapturePolicy,
         stop: threading.Event,
         opened: bool = False,
+        heartbeat: Heartbeat | None = None,
     ) -> None:
         super().__init__(name=f"capture-{source.name}", daemon=True)
         self.source, self.sampler, self.mailbox = source, sampler, mailbox
         self.policy, self.stop = policy, stop
         self.stats = CaptureStats()
+        self.heartbeat = heartbeat or Heartbeat(f"capture {source.name}")
         self.error: SourceError | None = None  # why a non-live source gave up
         self.done = threading.Event()
         self._opened = opened  # the source was opened by the caller already
@@ -101,6 +104,7 @@ class Capture(threading.Thread):
             self._supervise()
         finally:
             self.source.release()
+            self.heartbeat.retire()
             self.done.set()
             with self.mailbox.cond:
                 self.mailbox.cond.notify_all()
@@ -108,6 +112,7 @@ class Capture(threading.Thread):
     def _supervise(self) -> None:
         src, backoff = self.source, self.policy.backoff_min
         while not self.stop.is_set():
+            self.heartbeat.beat()
             try:
                 if not self._opened:
                     src.open()
@@ -118,7 +123,7 @@ class Capture(threading.Thread):
                     return
                 self.stats.failures += 1
                 log.warning("%s; retrying in %.3g s", e, backoff)
-                self.stop.wait(backoff)
+                self._wait(backoff)
                 backoff = min(backoff * 2, self.policy.backoff_max)
                 continue
             outcome = self._read()
@@ -140,12 +145,19 @@ class Capture(threading.Thread):
                 _OUTCOMES[outcome].format(t=self.policy.stall_timeout),
                 backoff,
             )
-            self.stop.wait(backoff)
+            self._wait(backoff)
             backoff = min(backoff * 2, self.policy.backoff_max)
+
+    def _wait(self, seconds: float) -> None:
+        """Back off, still beating: waiting on purpose is not being stuck."""
+        deadline = time.monotonic() + seconds
+        while not self.stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            self.heartbeat.beat()
+            self.stop.wait(min(left, 1.0))
 
     def _read(self) -> str:
         """Read until the source ends, fails or stalls, or we are stopped. Allocation-free."""
-        src, sm, st, box = self.source, self.sampler, self.stats, self.mailbox
+        src, sm, st, box, hb = self.source, self.sampler, self.stats, self.mailbox, self.heartbeat
         interp, stall, block = sm.spec.interpolation, self.policy.stall_timeout, self.policy.block
         i = 0  # index since (re)open: the ring starts empty after every reconnect
         st.last_frame = time.monotonic()
@@ -156,7 +168,7 @@ class Capture(threading.Thread):
                 return "ended" if i else "nothing"
             if now - st.last_frame >= stall:
                 return "stalled"
-            st.last_frame = now
+            st.last_frame = hb.last = now
             st.grabbed += 1
             if sm.is_needed(i):
                 frame = src.retrieve()

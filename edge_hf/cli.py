@@ -1,4 +1,5 @@
-"""The ``edge-hf`` command. Our errors become one line on stderr and a documented exit code:
+"""The ``edge-hf`` command: ``run``, ``check-config``, ``info``. Our errors become one line on
+stderr and a documented exit code:
 
 0 ok (end of a file, or stopped by SIGINT/SIGTERM) · 1 a bug (traceback) · 2 bad usage or
 config · 3 model file · 4 camera/source · 5 alert sink.
@@ -19,7 +20,7 @@ from pathlib import Path
 os.environ.setdefault("OPENCV_LOG_LEVEL", "ERROR")
 os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
 
-from edge_hf.errors import EdgeHFError, UsageError  # noqa: E402
+from edge_hf.errors import EdgeHFError, SourceError, UsageError  # noqa: E402
 
 log = logging.getLogger("edge_hf")
 
@@ -30,121 +31,29 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{command + ': ' if command else ''}{message} (see --help)")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, found {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, found {text!r}")
-    return v
-
-
-def _seconds(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not v >= 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, found {text!r}")
-    return v
-
-
-def _threshold(text: str) -> tuple[str, float]:
-    name, sep, value = text.partition("=")
-    try:
-        v = float(value)
-    except ValueError:
-        v = -1.0
-    if not sep or not name or not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(
-            f"expected CLASS=P with 0 < P <= 1 (e.g. fall=0.8), found {text!r}"
-        )
-    return name, v
-
-
-def _k_of_n(text: str) -> tuple[int, int]:
-    k, sep, n = text.partition("/")
-    if sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n):
-        return int(k), int(n)
-    raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N (e.g. 2/3), found {text!r}")
-
-
 def build_parser() -> argparse.ArgumentParser:
+    from edge_hf import config
+
     p = _Parser(prog="edge-hf", description="Hyperframe video alerts on cheap hardware.")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="default info, or log_level in the config file",
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = sub.add_parser("run", help="watch cameras and print alerts")
-    run.add_argument(
-        "--camera",
-        action="append",
-        required=True,
-        metavar="[NAME=]SRC",
-        help="/dev/videoN, an index, rtsp://…, http://…, a video file or synth://NAME; repeatable",
+    run = sub.add_parser(
+        "run",
+        help="watch cameras and print alerts",
+        description="Flags override the config file, which overrides the defaults.",
     )
-    run.add_argument(
-        "--model",
-        type=Path,
-        help="a .onnx or OpenVINO .xml with an edge-hf spec (default: the embedded demo model)",
-    )
-    run.add_argument(
-        "--backend", default="auto", help="auto (by file type), onnxruntime or openvino"
-    )
-    run.add_argument(
-        "--providers", default="", help="onnxruntime providers in order, e.g. tensorrt,cuda,cpu"
-    )
-    run.add_argument(
-        "--threads",
-        type=_positive_int,
-        help="inference threads (default: 1 for onnxruntime, leaving cores to decode video; OpenVINO chooses)",
-    )
-    hop = run.add_mutually_exclusive_group()
-    hop.add_argument(
-        "--every",
-        type=_positive_int,
-        default=1,
-        help="run the model every N source frames (default 1)",
-    )
-    hop.add_argument("--hz", type=float, help="run the model about this many times per second")
-    run.add_argument(
-        "--threshold",
-        type=_threshold,
-        action="append",
-        default=[],
-        metavar="CLASS=P",
-        help="alert threshold for a class (default: the model's); repeatable",
-    )
-    run.add_argument(
-        "--k-of-n",
-        type=_k_of_n,
-        default=(2, 3),
-        metavar="K/N",
-        help="start an alert when K of the last N scores pass (default 2/3)",
-    )
-    run.add_argument(
-        "--cooldown",
-        type=_seconds,
-        default=10.0,
-        help="seconds of quiet after an alert ends (default 10)",
-    )
-    run.add_argument(
-        "--fast", action="store_true", help="files and synth: as fast as possible, not at their fps"
-    )
-    run.add_argument("--loop", action="store_true", help="files: start again at the end")
-    run.add_argument(
-        "--stall-timeout",
-        type=_seconds,
-        default=10.0,
-        help="reopen a source after this many seconds without a frame (default 10)",
-    )
-    run.add_argument(
-        "--open-timeout",
-        type=_seconds,
-        default=10.0,
-        help="network cameras: seconds to wait for a connection (default 10)",
-    )
+    run.add_argument("--config", type=Path, metavar="FILE", help="a TOML config file")
+    config.add_flags(run)
     run.set_defaults(func=cmd_run)
+
+    check = sub.add_parser("check-config", help="check a config file and print what it means")
+    check.add_argument("file", type=Path)
+    check.set_defaults(func=cmd_check_config)
 
     info = sub.add_parser("info", help="print a model's spec, inputs and outputs")
     info.add_argument("model", type=Path)
@@ -153,41 +62,70 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from edge_hf.backends import BackendOptions
-    from edge_hf.runtime import DEMO_MODEL, RunConfig, Runtime
-    from edge_hf.sinks import StdoutSink
-    from edge_hf.sources import SourceOptions
+def _settings(args: argparse.Namespace, file: Path | None):
+    from edge_hf import config
 
-    if args.hz is not None and not args.hz > 0:
-        raise UsageError(f"--hz must be > 0, found {args.hz}")
-    cfg = RunConfig(
-        cameras=tuple(args.camera),
-        model=args.model or DEMO_MODEL,
-        backend=args.backend,
-        backend_opts=BackendOptions(
-            threads=args.threads or 0,
-            providers=tuple(p for p in args.providers.split(",") if p),
-        ),
-        every=args.every,
-        hz=args.hz,
-        thresholds=tuple(args.threshold),
-        k=args.k_of_n[0],
-        n=args.k_of_n[1],
-        cooldown=args.cooldown,
-        source_opts=SourceOptions(
-            fast=args.fast,
-            loop=args.loop,
-            open_timeout=args.open_timeout,
-            read_timeout=args.stall_timeout,
-        ),
-        stall_timeout=args.stall_timeout,
-    )
+    if getattr(args, "model_every", None) is not None and args.model_hz is not None:
+        raise UsageError("run: --every and --hz are alternatives; give one (see --help)")
+    values = config.resolve(args, file)
+    if args.log_level is None:
+        logging.getLogger().setLevel(values["log_level"].upper())
+    return config.build(values)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from edge_hf.notify import Notifier
+    from edge_hf.runtime import Runtime
+    from edge_hf.sinks import Sink, StdoutSink
+
+    settings = _settings(args, args.config)
+    sinks: list[Sink] = [StdoutSink()]
+    if settings.mqtt is not None:
+        from edge_hf.sinks.mqtt import MqttSink
+
+        sinks.insert(0, MqttSink(settings.mqtt))  # first: an alert is on disk before anywhere else
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    runtime = Runtime(cfg, [StdoutSink()], stop)
+    runtime = Runtime(settings.run, sinks, stop, notify=Notifier.from_env())
     return runtime.run()
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    """Everything ``run --config FILE`` would check before its first frame, without cameras
+    being opened or a broker contacted; prints the resolved settings (no password)."""
+    from edge_hf.backends import load_backend
+    from edge_hf.runtime import alert_policy
+    from edge_hf.sinks.mqtt_options import tls_context
+    from edge_hf.sources import open_source
+
+    settings = _settings(args, args.file)
+    cfg = settings.run
+    for cam in cfg.cameras:
+        try:
+            open_source(cam, cfg.source_opts)  # scheme and name; not opened
+        except SourceError as e:  # a camera unplugged now is not the file's fault
+            log.warning("%s", e)
+    backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
+    alert_policy(backend.spec, cfg)
+    if settings.mqtt is not None and settings.mqtt.tls is not None:
+        tls_context(settings.mqtt.tls)
+    print(json.dumps(_describe(settings), indent=2, default=str))
+    print(f"edge-hf: {args.file}: ok", file=sys.stderr)
+    return 0
+
+
+def _describe(settings) -> dict:
+    from dataclasses import asdict
+
+    from edge_hf.redact import mask_url
+
+    out = {"log_level": settings.log_level, "run": asdict(settings.run)}
+    out["run"]["cameras"] = [mask_url(c) for c in settings.run.cameras]
+    if settings.mqtt is not None:
+        m = settings.mqtt
+        out["mqtt"] = {**asdict(m), "url": m.display, "password": "set" if m.password else None}
+    return out
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -207,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         logging.basicConfig(
-            level=args.log_level.upper(),
+            level=(args.log_level or "info").upper(),
             stream=sys.stderr,
             format="edge-hf: %(levelname)s %(message)s",
         )

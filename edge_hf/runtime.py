@@ -14,8 +14,10 @@ from edge_hf.alerts import AlertLogic, AlertPolicy
 from edge_hf.backends import Backend, BackendOptions, load_backend
 from edge_hf.capture import Capture, CapturePolicy, Mailbox
 from edge_hf.errors import SourceError, UsageError
+from edge_hf.health import CameraCounters, Counters, Health
+from edge_hf.notify import Notifier, Watchdog
 from edge_hf.sampler import StrideSampler, hop_from_hz
-from edge_hf.sinks import Sink
+from edge_hf.sinks import RunInfo, Sink
 from edge_hf.sources import Source, SourceOptions, open_source
 from edge_hf.spec import HyperframeSpec
 
@@ -46,6 +48,7 @@ class Camera:
     mailbox: Mailbox
     capture: Capture
     logic: AlertLogic
+    processed: int = 0  # hyperframes this camera put through the model
 
 
 class InferenceStats:
@@ -88,9 +91,14 @@ class Runtime:
         sinks: list[Sink],
         stop: threading.Event,
         sources: list[Source] | None = None,
+        notify: Notifier | None = None,
     ) -> None:
-        """``sources`` defaults to those named by ``cfg.cameras``; tests pass their own."""
-        self.cfg, self.sinks, self.stop = cfg, sinks, stop
+        """``sources`` defaults to those named by ``cfg.cameras``; tests pass their own.
+        ``notify``: systemd's notification socket (READY, STATUS, WATCHDOG, STOPPING)."""
+        self.cfg, self.sinks, self.stop, self.notify = cfg, sinks, stop, notify
+        self.watchdog: Watchdog | None = None
+        self.health = Health()
+        self._beat = self.health.loop("inference")
         self.backend: Backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
         self.spec = self.backend.spec
         policy = alert_policy(self.spec, cfg)
@@ -126,12 +134,14 @@ class Runtime:
             stall_timeout=self.cfg.stall_timeout,
             block=not source.live and self.cfg.source_opts.fast,
         )
-        capture = Capture(source, sampler, mailbox, policy_c, self.stop, opened)
+        beat = self.health.loop(f"capture {source.name}")
+        capture = Capture(source, sampler, mailbox, policy_c, self.stop, opened, beat)
         logic = AlertLogic(source.name, self.spec.classes, policy, source.fps)
         return Camera(source, sampler, mailbox, capture, logic)
 
     def run(self) -> int:
         """Run until every source has ended or ``stop`` is set; return the exit code."""
+        self._start_sinks()
         for cam in self.cameras:
             log.info(
                 "camera %s: %s, every %d frame(s), model %s (%s)",
@@ -142,18 +152,65 @@ class Runtime:
                 self.backend.name,
             )
             cam.capture.start()
+        if self.notify is not None:
+            self.watchdog = Watchdog(
+                self.notify, self.health, self.counters, self._first_frame_in, self.stop
+            )
+            self.watchdog.start()
         try:
             self._loop()
         finally:
             self.stop.set()
             self._shutdown()
+            if self.watchdog is not None:
+                self.watchdog.join(1.0)
         errors = [c.capture.error for c in self.cameras if c.capture.error]
         for e in errors:
             log.error("%s", e)
         return SourceError.exit_code if errors else 0
 
+    def _start_sinks(self) -> None:
+        info = RunInfo(
+            cameras=tuple(c.source.name for c in self.cameras),
+            labels=tuple(self.cameras[0].logic.labels),
+            counters=self.counters,
+            health=self.health,
+        )
+        started: list[Sink] = []
+        try:
+            for sink in self.sinks:
+                sink.start(info)
+                started.append(sink)
+        except BaseException:
+            for sink in started:
+                sink.close()
+            for c in self.cameras:
+                c.source.release()
+            raise
+
+    def _first_frame_in(self) -> bool:
+        return any(c.capture.stats.grabbed for c in self.cameras)
+
+    def counters(self) -> Counters:
+        """A snapshot for stats and status lines; safe to call from any thread."""
+        now = time.monotonic()
+        cams = tuple(
+            CameraCounters(
+                name=c.source.name,
+                grabbed=c.capture.stats.grabbed,
+                processed=c.processed,
+                dropped=c.capture.stats.dropped,
+                reconnects=c.capture.stats.reconnects,
+                connected=c.capture.stats.grabbed > 0 and now - c.capture.stats.last_frame < 5.0,
+            )
+            for c in self.cameras
+        )
+        lat = self.latency
+        return Counters(now, cams, lat.count, lat.percentile(50), lat.percentile(95))
+
     def _loop(self) -> None:
         while not self.stop.is_set():
+            self._beat.beat()
             with self.cond:
                 cam = self._next_fresh()
                 if cam is None:
@@ -166,6 +223,7 @@ class Runtime:
             t0 = time.perf_counter()
             self.backend.infer()
             self.latency.add(time.perf_counter() - t0)
+            cam.processed += 1
             self._activate()
             for ev in cam.logic.update(self.probs[0], frame, t):
                 for sink in self.sinks:

@@ -8,9 +8,11 @@ cd "$(dirname "$0")/.."
 extras="${1:-dev,openvino}"
 
 # ffmpeg writes H.264 test clips and serves live test streams; mosquitto is the test broker;
-# rtsp-server-perl serves RTSP on loopback.
+# rtsp-server-perl serves RTSP on loopback; openssl makes the certificates of the MQTT TLS tests.
+# (systemd-analyze, from the systemd package, checks the unit where present; tests skip without.)
 need=()
 command -v ffmpeg >/dev/null || need+=(ffmpeg)
+command -v openssl >/dev/null || need+=(openssl)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto mosquitto-clients)
 command -v rtsp-server-perl >/dev/null || need+=(rtsp-server-perl)
 if [ ${#need[@]} -gt 0 ]; then

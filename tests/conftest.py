@@ -64,3 +64,53 @@ def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProce
         env=env,
         **kw,
     )
+
+
+class EdgeHF:
+    """``edge-hf ARGS`` running in the background, stdout and stderr going to files (so a
+    chatty child never blocks on a full pipe). ``events()`` parses the JSON lines printed so far.
+
+    The child's environment is ours minus the MQTT password variables, plus ``env``.
+    """
+
+    def __init__(self, tmp: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.out, self.err = tmp / f"out-{id(self)}.jsonl", tmp / f"err-{id(self)}.log"
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("EDGE_HF_MQTT_PASSWORD", "CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET")
+        }
+        self.env = {**base, "PYTHONPATH": str(ROOT), **(env or {})}
+        self.args = args
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> EdgeHF:
+        with open(self.out, "wb") as out, open(self.err, "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "edge_hf", *self.args],
+                cwd=ROOT,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+            )
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def events(self) -> list[dict]:
+        import json
+
+        lines = self.out.read_text().splitlines()
+        return [json.loads(line) for line in lines if line.endswith("}")]
+
+    def stderr(self) -> str:
+        return self.err.read_text(errors="replace")
+
+    def signal(self, sig: int, timeout: float = 10.0) -> int:
+        """Send ``sig`` and wait (at most ``timeout`` s) for the exit code."""
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout)

@@ -119,6 +119,19 @@ def _junk_video(t: Path) -> str:
 
 
 CAM = "synth://fall?frames=30"
+MQ = ["run", "--camera", CAM, "--mqtt"]
+
+
+def _clip_named(t: Path, name: str) -> str:
+    from edge_hf import synth
+
+    synth.write_clip(t / name, synth.make_scene("fall", seed=0, size=(90, 160)), 20, fourcc="MJPG")
+    return str(t / name)
+
+
+def _a_file(t: Path) -> str:
+    (t / "f").write_text("")
+    return str(t / "f" / "state")
 
 
 @pytest.mark.parametrize(
@@ -168,7 +181,7 @@ CAM = "synth://fall?frames=30"
             2,
             "--every: expected a whole number >= 1, found '0'",
         ),
-        (lambda t: ["run", "--camera", CAM, "--hz", "0"], 2, "--hz must be > 0"),
+        (lambda t: ["run", "--camera", CAM, "--hz", "0"], 2, "--hz: expected a number > 0"),
         (lambda t: ["run", "--camera", CAM, "--k-of-n", "4/3"], 2, "expected K/N with 1 <= K <= N"),
         (
             lambda t: ["run", "--camera", CAM, "--backend", "tflite"],
@@ -181,7 +194,54 @@ CAM = "synth://fall?frames=30"
             "--providers tensorrt: not available",
         ),
         (lambda t: ["run", "--camera", CAM, "--camera", CAM], 2, "camera names must be unique"),
-        (lambda t: ["run"], 2, "the following arguments are required: --camera"),
+        (lambda t: ["run"], 2, "no camera: give --camera [NAME=]SRC (or --config FILE)"),
+        (lambda t: [*MQ, "ftp://h"], 2, "--mqtt ftp://h: unknown scheme 'ftp'"),
+        (lambda t: [*MQ, "mqtt://u:hunter2@h"], 2, "mqtt://u:***@h: a password in the URL"),
+        (
+            lambda t: ["run", "--camera", CAM, "--mqtt-ca", "/x.pem"],
+            2,
+            "--mqtt-ca (mqtt.ca) is set but there is no broker; add --mqtt URL",
+        ),
+        (
+            lambda t: [*MQ, "mqtt://h", "--mqtt-ca", "/x.pem"],
+            2,
+            "TLS options need an mqtts:// URL",
+        ),
+        (
+            lambda t: [*MQ, "mqtts://h", "--mqtt-ca", "/nonexistent/ca.pem"],
+            5,
+            "--mqtt-ca /nonexistent/ca.pem does not exist",
+        ),
+        (
+            lambda t: [*MQ, "mqtt://u@h", "--mqtt-password-file", "/nonexistent/pw"],
+            5,
+            "--mqtt-password-file /nonexistent/pw: cannot read it (No such file or directory)",
+        ),
+        (
+            lambda t: [*MQ, "mqtt://127.0.0.1:1", "--state-dir", _a_file(t)],
+            5,
+            "cannot create it (Not a directory); make --state-dir writable",
+        ),
+        (
+            lambda t: ["run", "--camera", _clip_named(t, "a+b.avi"), "--mqtt", "mqtt://h"],
+            2,
+            "camera name 'a+b' cannot be used in an MQTT topic",
+        ),
+        (
+            lambda t: [*MQ, "mqtt://h", "--spool-max-rows", "0"],
+            2,
+            "--spool-max-rows: expected a whole number >= 1, found '0'",
+        ),
+        (
+            lambda t: [*MQ, "mqtt://h", "--stats-interval", "0"],
+            2,
+            "--stats-interval: expected a number > 0, found '0'",
+        ),
+        (
+            lambda t: ["run", "--camera", CAM, "--every", "2", "--hz", "3"],
+            2,
+            "--every and --hz are alternatives",
+        ),
         (
             lambda t: ["info", "/nonexistent/m.xml"],
             3,
@@ -195,4 +255,4 @@ def test_bad_input_is_one_line_with_a_documented_exit_code(tmp_path: Path, args,
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     assert lines[0].startswith("edge-hf: error: ") and needle in lines[0], lines[0]
-    assert r.stdout == ""
+    assert r.stdout == "" and "hunter2" not in r.stderr

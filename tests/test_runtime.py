@@ -21,6 +21,9 @@ class ListSink:
         self.events = []
         self.closed = False
 
+    def start(self, run) -> None:
+        self.run = run
+
     def emit(self, event) -> None:
         self.events.append(event)
 

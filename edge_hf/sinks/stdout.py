@@ -7,11 +7,15 @@ import sys
 from typing import TextIO
 
 from edge_hf.alerts import Event
+from edge_hf.sinks.base import RunInfo
 
 
 class StdoutSink:
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream or sys.stdout
+
+    def start(self, run: RunInfo) -> None:
+        pass
 
     def emit(self, event: Event) -> None:
         self._stream.write(json.dumps(event.to_dict()) + "\n")

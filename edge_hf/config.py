@@ -1,0 +1,372 @@
+"""Settings for ``edge-hf run``: one table of options, each with its flag, its key in the TOML
+config file, how to check a value and its default. Values come from, in order: the flag, the
+file, the default. A file with an unknown key is refused with the key's path. The result is
+frozen data (``Settings``), checked once here and passed inward.
+
+    log_level = "info"
+    [cameras]                      # NAME = SOURCE; --camera on the command line replaces these
+    porch = "rtsp://10.0.0.7/s1"
+    [model]   path, backend, providers, threads, every, hz
+    [alerts]  thresholds = { fall = 0.8 }  (--threshold adds to / overrides these), k_of_n, cooldown
+    [capture] fast, loop, stall_timeout, open_timeout
+    [mqtt]    url, password_file, ca, cert, key, tls_insecure, client_id, stats_interval,
+              reconnect_max
+    [spool]   dir, max_rows, max_bytes
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from edge_hf.errors import UsageError
+from edge_hf.redact import mask_url
+from edge_hf.sinks.mqtt_options import (
+    MqttOptions,
+    TlsFiles,
+    default_client_id,
+    default_state_dir,
+    parse_url,
+    read_password,
+)
+from edge_hf.spool import SpoolLimits
+
+if TYPE_CHECKING:
+    from edge_hf.runtime import RunConfig
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+# --------------------------------------------------------------------------- value checks
+# Each takes a value as typed on the command line (a string) or as read from TOML, and the place
+# it came from ("--every" or "/etc/edge-hf/config.toml: model.every") to name in errors.
+
+
+def _fail(where: str, expected: str, value: Any) -> UsageError:
+    return UsageError(f"{where}: expected {expected}, found {value!r}")
+
+
+def text(v: Any, where: str) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise _fail(where, "a non-empty string", v)
+    return v
+
+
+def path(v: Any, where: str) -> Path:
+    return Path(text(v, where)).expanduser()
+
+
+def boolean(v: Any, where: str) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(where, "true or false", v)
+    return v
+
+
+def positive_int(v: Any, where: str) -> int:
+    n = _number(v, int)
+    if n is None or n < 1:
+        raise _fail(where, "a whole number >= 1", v)
+    return n
+
+
+def seconds(v: Any, where: str) -> float:
+    x = _number(v, float)
+    if x is None or not x >= 0:
+        raise _fail(where, "seconds >= 0", v)
+    return x
+
+
+def positive(v: Any, where: str) -> float:
+    x = _number(v, float)
+    if x is None or not x > 0:
+        raise _fail(where, "a number > 0", v)
+    return x
+
+
+def byte_count(v: Any, where: str) -> int:
+    n = _number(v, int)
+    if n is None or n < 1024:
+        raise _fail(where, "a whole number of bytes >= 1024", v)
+    return n
+
+
+def _number(v: Any, kind: type) -> Any:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, str):
+        try:
+            return kind(v)
+        except ValueError:
+            return None
+    if isinstance(v, int) or (kind is float and isinstance(v, float)):
+        return kind(v)
+    return None
+
+
+def log_level(v: Any, where: str) -> str:
+    if v not in ("debug", "info", "warning", "error"):
+        raise _fail(where, "one of debug, info, warning, error", v)
+    return v
+
+
+def names(v: Any, where: str) -> tuple[str, ...]:
+    """``"tensorrt,cuda,cpu"`` or ``["tensorrt", "cuda", "cpu"]``."""
+    items = v.split(",") if isinstance(v, str) else v
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise _fail(where, "a comma-separated list of names", v)
+    return tuple(i.strip() for i in items if i.strip())
+
+
+def k_of_n(v: Any, where: str) -> tuple[int, int]:
+    k, sep, n = str(v).partition("/") if isinstance(v, str) else ("", "", "")
+    if sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n):
+        return int(k), int(n)
+    raise _fail(where, "K/N with 1 <= K <= N (e.g. 2/3)", v)
+
+
+def thresholds(v: Any, where: str) -> tuple[tuple[str, float], ...]:
+    """Flags: ``["fall=0.8", …]``; a file: ``{ fall = 0.8 }``."""
+    pairs = v.items() if isinstance(v, dict) else [str(t).partition("=")[::2] for t in v]
+    out = []
+    for name, value in pairs:
+        p = _number(value, float)
+        if not name or p is None or not 0 < p <= 1:
+            shown = f"{name}={value}" if isinstance(v, list) else {name: value}
+            raise _fail(where, "CLASS=P with 0 < P <= 1 (e.g. fall=0.8)", shown)
+        out.append((name, p))
+    return tuple(out)
+
+
+def cameras(v: Any, where: str) -> tuple[str, ...]:
+    """Flags: ``["[NAME=]SRC", …]``; a file: ``{ NAME = "SRC" }`` or ``["[NAME=]SRC", …]``."""
+    if isinstance(v, dict):
+        for name, src in v.items():
+            if not _NAME.match(name):
+                raise UsageError(f"{where}.{name}: a camera name is letters, digits, '_' and '-'")
+            text(src, f"{where}.{name}")
+        return tuple(f"{name}={src}" for name, src in v.items())
+    if not isinstance(v, list) or not v or not all(isinstance(s, str) and s for s in v):
+        raise _fail(where, "a table of NAME = SOURCE", v)
+    return tuple(v)
+
+
+# --------------------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str  # path in the config file
+    flag: str | None  # None: config file only
+    check: Callable[[Any, str], Any]
+    default: Any = None
+    help: str = ""
+    action: str = "value"  # "value" | "append" | "bool"
+    metavar: str | None = None
+
+
+# fmt: off
+OPTIONS: tuple[Option, ...] = (
+    # key                    flag                   check         default  help                                                               action    metavar
+    Option("log_level",      None,                  log_level,    "info",  "debug, info, warning or error"),
+    Option("cameras",        "--camera",            cameras,      (),      "/dev/videoN, an index, rtsp://…, http://…, a video file or synth://NAME; repeatable", "append", "[NAME=]SRC"),
+    Option("model.path",     "--model",             path,         None,    "a .onnx or OpenVINO .xml with an edge-hf spec (default: the embedded demo model)"),
+    Option("model.backend",  "--backend",           text,         "auto",  "auto (by file type), onnxruntime or openvino"),
+    Option("model.providers", "--providers",        names,        (),      "onnxruntime providers in order, e.g. tensorrt,cuda,cpu"),
+    Option("model.threads",  "--threads",           positive_int, 0,       "inference threads (default: 1 for onnxruntime, leaving cores to decode video; OpenVINO chooses)"),
+    Option("model.every",    "--every",             positive_int, 1,       "run the model every N source frames"),
+    Option("model.hz",       "--hz",                positive,     None,    "run the model about this many times a second"),
+    Option("alerts.thresholds", "--threshold",      thresholds,   (),      "alert threshold for a class (default: the model's); repeatable", "append", "CLASS=P"),
+    Option("alerts.k_of_n",  "--k-of-n",            k_of_n,       (2, 3),  "start an alert when K of the last N scores pass", metavar="K/N"),
+    Option("alerts.cooldown", "--cooldown",         seconds,      10.0,    "seconds of quiet after an alert"),
+    Option("capture.fast",   "--fast",              boolean,      False,   "files and synth: as fast as possible, not at their fps", "bool"),
+    Option("capture.loop",   "--loop",              boolean,      False,   "files: start again at the end", "bool"),
+    Option("capture.stall_timeout", "--stall-timeout", seconds,   10.0,    "reopen a source after this many seconds without a frame"),
+    Option("capture.open_timeout", "--open-timeout", seconds,     10.0,    "network cameras: seconds to wait for a connection"),
+    Option("mqtt.url",       "--mqtt",              text,         None,    "publish alerts to mqtt://[user@]host[:port][/prefix] (mqtts:// for TLS)", metavar="URL"),
+    Option("mqtt.password_file", "--mqtt-password-file", path,    None,    "read the MQTT password from this file (else $EDGE_HF_MQTT_PASSWORD, else the systemd credential mqtt-password)"),
+    Option("mqtt.ca",        "--mqtt-ca",           path,         None,    "mqtts: CA bundle (PEM) to trust instead of the system's"),
+    Option("mqtt.cert",      "--mqtt-cert",         path,         None,    "mqtts: client certificate (PEM)"),
+    Option("mqtt.key",       "--mqtt-key",          path,         None,    "mqtts: client key (PEM), if not in --mqtt-cert"),
+    Option("mqtt.tls_insecure", "--mqtt-tls-insecure", boolean,   False,   "mqtts: do not check the broker's host name (the certificate chain is still verified)", "bool"),
+    Option("mqtt.client_id", "--mqtt-client-id",    text,         None,    "MQTT client id (default: edge-hf-HOSTNAME-PREFIX)"),
+    Option("mqtt.stats_interval", "--stats-interval", positive,   60.0,    "seconds between <prefix>/stats messages"),
+    Option("mqtt.reconnect_max", "--mqtt-reconnect-max", positive, 30.0,   "longest wait between attempts to reach the broker (from 1 s, doubling)"),
+    Option("spool.dir",      "--state-dir",         path,         None,    "where the alert spool lives (default: $STATE_DIRECTORY, else ~/.local/state/edge-hf)"),
+    Option("spool.max_rows", "--spool-max-rows",    positive_int, 10_000,  "alerts kept while the broker is unreachable; the oldest go first"),
+    Option("spool.max_bytes", "--spool-max-bytes",  byte_count,   16 * 1024 * 1024, "bytes of alerts kept while the broker is unreachable"),
+)
+# fmt: on
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per option; every default is None so that "not given" can be told apart."""
+    for o in OPTIONS:
+        if o.flag is None:
+            continue
+        hidden = o.default in (None, (), "", 0) or o.action == "bool"
+        default = "" if hidden else f" (default {_show(o.default)})"
+        kw: dict[str, Any] = {"dest": _dest(o), "default": None, "help": o.help + default}
+        if o.action == "append":
+            kw["action"] = "append"
+        elif o.action == "bool":
+            kw["action"] = argparse.BooleanOptionalAction
+        if o.action != "bool":
+            kw["metavar"] = o.metavar or _METAVARS.get(o.check, "VALUE")
+        parser.add_argument(o.flag, **kw)
+
+
+_METAVARS = {path: "PATH", positive_int: "N", seconds: "SECONDS", positive: "X", text: "TEXT"}
+_METAVARS.update({byte_count: "BYTES", names: "A,B,…"})
+
+
+def _dest(o: Option) -> str:
+    return o.key.replace(".", "_")
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, int) for x in v):
+        return f"{v[0]}/{v[1]}"
+    return str(v)
+
+
+# --------------------------------------------------------------------------- the file
+
+
+def load_file(file: Path) -> dict[str, Any]:
+    """Read a TOML config file into ``{"section.key": value}``; unknown keys are errors."""
+    try:
+        data = tomllib.loads(Path(file).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"config file {file} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise UsageError(f"config file {file}: cannot read it ({reason})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"config file {file}: not valid TOML: {e}") from None
+    known = {o.key for o in OPTIONS}
+    sections = {k.split(".", 1)[0] for k in known if "." in k}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in known:
+            out[key] = value
+        elif key in sections and isinstance(value, dict):
+            for sub, v in value.items():
+                full = f"{key}.{sub}"
+                if full not in known:
+                    raise _unknown(file, full, [k for k in known if k.startswith(key + ".")])
+                out[full] = v
+        elif key in sections:
+            raise UsageError(f"{file}: {key} must be a table: [{key}]")
+        else:
+            raise _unknown(file, key, sorted(known | sections))
+    return out
+
+
+def _unknown(file: Path, key: str, choices: list[str]) -> UsageError:
+    close = difflib.get_close_matches(key, choices, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return UsageError(f"{file}: unknown key {key!r}{hint} (known: {', '.join(sorted(choices))})")
+
+
+def resolve(args: argparse.Namespace, file: Path | None) -> dict[str, Any]:
+    """``{"section.key": value}`` for every option: the flag, else the file, else the default."""
+    values = load_file(file) if file is not None else {}
+    out: dict[str, Any] = {}
+    for o in OPTIONS:
+        raw = getattr(args, _dest(o), None) if o.flag else None
+        from_file = o.key in values
+        v = o.check(values[o.key], f"{file}: {o.key}") if from_file else o.default
+        if raw is not None:
+            flag_value = o.check(raw, o.flag)
+            # thresholds from flags refine the file's; every other flag replaces it
+            v = (*v, *flag_value) if o.key == "alerts.thresholds" else flag_value
+        out[o.key] = v
+    if "model.every" in values and "model.hz" in values:
+        raise UsageError(f"{file}: model.every and model.hz are alternatives; keep one")
+    if getattr(args, "model_every", None) is not None:
+        out["model.hz"] = None  # --every on the command line beats hz = F in the file
+    if not out["cameras"]:
+        raise UsageError(
+            "no camera: give --camera [NAME=]SRC"
+            + (f" or a [cameras] table in {file}" if file else " (or --config FILE)")
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- frozen settings
+
+
+@dataclass(frozen=True)
+class Settings:
+    run: RunConfig
+    mqtt: MqttOptions | None
+    log_level: str
+
+
+def build(v: dict[str, Any]) -> Settings:
+    """Typed, frozen settings from resolved values; reads the MQTT password (never shown)."""
+    from edge_hf.backends import BackendOptions  # the runtime's imports (OpenCV, onnxruntime)
+    from edge_hf.runtime import DEMO_MODEL, RunConfig  # are only paid for by commands that
+    from edge_hf.sources import SourceOptions  # run something
+
+    src = SourceOptions(
+        fast=v["capture.fast"],
+        loop=v["capture.loop"],
+        open_timeout=v["capture.open_timeout"],
+        read_timeout=v["capture.stall_timeout"],
+    )
+    run = RunConfig(
+        cameras=v["cameras"],
+        model=v["model.path"] or DEMO_MODEL,
+        backend=v["model.backend"],
+        backend_opts=BackendOptions(threads=v["model.threads"], providers=v["model.providers"]),
+        every=v["model.every"],
+        hz=v["model.hz"],
+        thresholds=v["alerts.thresholds"],
+        k=v["alerts.k_of_n"][0],
+        n=v["alerts.k_of_n"][1],
+        cooldown=v["alerts.cooldown"],
+        source_opts=src,
+        stall_timeout=v["capture.stall_timeout"],
+    )
+    return Settings(run, _mqtt(v), v["log_level"])
+
+
+def _mqtt(v: dict[str, Any]) -> MqttOptions | None:
+    tls_keys = ("mqtt.ca", "mqtt.cert", "mqtt.key", "mqtt.tls_insecure")
+    if v["mqtt.url"] is None:
+        given = [k for k in (*tls_keys, "mqtt.password_file") if v[k]]
+        if given:
+            flag = next(o.flag for o in OPTIONS if o.key == given[0])
+            raise UsageError(f"{flag} ({given[0]}) is set but there is no broker; add --mqtt URL")
+        return None
+    url = parse_url(v["mqtt.url"])
+    if not url.tls and any(v[k] for k in tls_keys):
+        raise UsageError(f"{mask_url(v['mqtt.url'])}: TLS options need an mqtts:// URL")
+    tls = (
+        TlsFiles(v["mqtt.ca"], v["mqtt.cert"], v["mqtt.key"], v["mqtt.tls_insecure"])
+        if url.tls
+        else None
+    )
+    return MqttOptions(
+        host=url.host,
+        port=url.port,
+        prefix=url.prefix,
+        username=url.username,
+        password=read_password(url.username, v["mqtt.password_file"]),
+        tls=tls,
+        client_id=v["mqtt.client_id"] or default_client_id(url.prefix),
+        stats_interval=v["mqtt.stats_interval"],
+        reconnect_max=v["mqtt.reconnect_max"],
+        state_dir=v["spool.dir"] or default_state_dir(),
+        spool=SpoolLimits(max_rows=v["spool.max_rows"], max_bytes=v["spool.max_bytes"]),
+    )

@@ -1,0 +1,107 @@
+"""Signs of life and counters, read by the watchdog (sd_notify) and the MQTT stats topic.
+
+Each long-running loop (a camera's capture thread, the inference loop, a sink's worker) owns a
+``Heartbeat`` and stamps it whenever it goes round, including while it waits on purpose (a
+backoff, an idle source). A loop whose stamp is old is stuck, and the watchdog stops vouching
+for the process. Counters are plain numbers written by one thread and read by others: a
+slightly stale read is fine for a rate.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+
+class Heartbeat:
+    __slots__ = ("name", "last", "retired")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.last = time.monotonic()
+        self.retired = False  # the loop ended on purpose (a file that finished)
+
+    def beat(self) -> None:
+        self.last = time.monotonic()
+
+    def retire(self) -> None:
+        self.retired = True
+
+
+class Health:
+    """The loops that must all keep going for the process to count as healthy."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._beats: list[Heartbeat] = []
+
+    def loop(self, name: str) -> Heartbeat:
+        hb = Heartbeat(name)
+        with self._lock:
+            self._beats.append(hb)
+        return hb
+
+    def stale(self, limit: float) -> list[str]:
+        """Names of the loops that have not gone round for more than ``limit`` seconds."""
+        now = time.monotonic()
+        with self._lock:
+            return [b.name for b in self._beats if not b.retired and now - b.last > limit]
+
+
+@dataclass(frozen=True)
+class CameraCounters:
+    name: str
+    grabbed: int  # frames read from the source
+    processed: int  # hyperframes that went through the model
+    dropped: int  # hyperframes replaced before the model took them (it fell behind)
+    reconnects: int
+    connected: bool  # a frame arrived recently
+
+
+@dataclass(frozen=True)
+class Counters:
+    """A snapshot of the runtime's counters; ``RateMeter`` turns two of them into rates."""
+
+    time: float  # time.monotonic()
+    cameras: tuple[CameraCounters, ...]
+    inferences: int
+    p50_ms: float
+    p95_ms: float
+
+
+class RateMeter:
+    """Per-consumer rates: each consumer (stats topic, STATUS= line) keeps its own meter."""
+
+    def __init__(self) -> None:
+        self._last: Counters | None = None
+
+    def report(self, c: Counters) -> dict:
+        """JSON-ready summary; fps are averages since this meter's previous report."""
+        prev, self._last = self._last, c
+        dt = c.time - prev.time if prev else 0.0
+        before = {p.name: p for p in prev.cameras} if prev else {}
+        cameras = {}
+        for cam in c.cameras:
+            p = before.get(cam.name)
+            cameras[cam.name] = {
+                "fps": _rate(cam.grabbed, p.grabbed if p else None, dt),
+                "processed_fps": _rate(cam.processed, p.processed if p else None, dt),
+                "frames": cam.grabbed,
+                "processed": cam.processed,
+                "dropped": cam.dropped,
+                "reconnects": cam.reconnects,
+                "connected": cam.connected,
+            }
+        return {
+            "cameras": cameras,
+            "inference": {
+                "runs": c.inferences,
+                "p50_ms": round(c.p50_ms, 3),
+                "p95_ms": round(c.p95_ms, 3),
+            },
+        }
+
+
+def _rate(now: int, before: int | None, dt: float) -> float:
+    return round((now - before) / dt, 2) if before is not None and dt > 0 else 0.0

@@ -1,0 +1,354 @@
+"""MQTT sink: alerts that are never lost, plus availability, state and stats topics.
+
+Topics under the prefix (``edge-hf`` unless the URL names one):
+
+- ``<prefix>/available``        ``online`` / ``offline``, retained; ``offline`` is also the
+  last will, so a crash or a cut cable reads the same as a clean stop.
+- ``<prefix>/events``           one JSON object per alert start/end, QoS 1, not retained.
+- ``<prefix>/<camera>/<label>`` ``ON`` / ``OFF``, retained (Home Assistant binary sensors).
+- ``<prefix>/stats``            JSON every ``stats_interval`` seconds, QoS 0.
+
+Every event is committed to the spool (``edge_hf.spool``) in ``emit`` - on the frame loop's
+thread, which waits for the disk but never for the broker - and deleted when the broker's PUBACK
+for it arrives (paho's ``on_publish`` with its mid). A worker thread does all the publishing:
+on every connect it republishes ``online`` and the states, then walks the spool oldest-first,
+keeping at most ``WINDOW`` events in flight. paho's own queue is in memory only, so nothing is
+handed to paho while disconnected except what was already in flight (paho resends that itself
+on reconnect, with the same mid). paho's network thread dies silently if a callback raises, so
+every callback is guarded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import sqlite3
+import sys
+import threading
+import time
+from collections import deque
+from datetime import datetime, timezone
+
+import paho.mqtt.client as mqtt
+
+from edge_hf.alerts import Event
+from edge_hf.errors import UsageError
+from edge_hf.health import RateMeter
+from edge_hf.sinks.base import RunInfo
+from edge_hf.sinks.mqtt_options import MqttOptions, check_topic_level, tls_context
+from edge_hf.spool import Spool
+
+log = logging.getLogger("edge_hf.mqtt")
+WINDOW = 32  # events in flight (published, not yet acknowledged)
+TICK = 0.5  # the worker's longest sleep: its heartbeat, and how stale a stats time may be
+CLOSE_BUDGET = 1.0  # seconds close() may spend flushing and saying "offline"
+_AUTH_CODES = {134, 135}  # Bad user name or password, Not authorized
+
+
+def _guarded(fn):
+    """An exception escaping a paho callback kills paho's network thread without a word (no more
+    reconnects or PUBACKs, ever). Log it as the bug it is, and keep the thread alive."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            fn(*args, **kwargs)
+        except Exception:
+            log.exception("mqtt: bug in %s (carrying on)", fn.__name__)
+
+    return wrapper
+
+
+class MqttSink:
+    def __init__(self, opts: MqttOptions) -> None:
+        self.opts = opts
+        p = opts.prefix
+        self.t_available, self.t_events, self.t_stats = (
+            f"{p}/available",
+            f"{p}/events",
+            f"{p}/stats",
+        )
+        self.spool: Spool | None = None
+        self.client: mqtt.Client | None = None
+        self.reconnects = 0  # successful connections after the first
+        self.failed_attempts = 0  # since the last successful connection
+        self._ever_connected = False
+        self._connected = self._fresh = self._closing = False
+        self._wake, self._stop = threading.Event(), threading.Event()
+        self._acks: deque[int] = deque()  # mids from on_publish, drained by the worker
+        self._inflight: dict[int, int] = {}  # mid -> spool id; worker thread only
+        self._cursor = 0  # highest spool id handed to paho on this connection
+        self._unspooled: deque[bytes] = deque(maxlen=1000)  # only if the spool cannot write
+        self._lock = threading.Lock()
+        self._states: dict[tuple[str, str], str] = {}
+        self._dirty: set[tuple[str, str]] = set()
+        self._thread: threading.Thread | None = None
+        self._next_stats = 0.0
+
+    # ------------------------------------------------------------------ the Sink protocol
+
+    def start(self, run: RunInfo) -> None:
+        for cam in run.cameras:
+            try:
+                check_topic_level(cam, "camera name")
+            except UsageError as e:
+                raise UsageError(f"{e}; name the camera with --camera NAME=SOURCE") from None
+        for label in run.labels:
+            check_topic_level(label, "alert class")
+        ctx = tls_context(self.opts.tls) if self.opts.tls else None
+        if self.opts.tls and self.opts.tls.insecure:
+            log.warning(
+                "mqtt: --mqtt-tls-insecure: the broker's host name is NOT checked against its "
+                "certificate (the chain still is); anyone with a certificate from that CA can "
+                "pose as the broker"
+            )
+        self.spool = Spool(self.opts.state_dir, self.opts.spool)
+        if self.spool.depth:
+            log.info(
+                "mqtt: %d alert(s) from an earlier run are waiting in the spool", self.spool.depth
+            )
+        self.run, self.meter = run, RateMeter()
+        self.meter.report(run.counters())
+        self._next_stats = time.monotonic() + self.opts.stats_interval
+        with self._lock:
+            for cam in run.cameras:
+                for label in run.labels:
+                    self._states[(cam, label)] = "OFF"  # a killed run may have left ON behind
+        self.heartbeat = run.health.loop("mqtt sink")
+        self.client = self._client(ctx)
+        log.info(
+            "mqtt: %s as %s; spool %s", self.opts.display, self.opts.client_id, self.spool.path
+        )
+        self.client.connect_async(self.opts.host, self.opts.port, self.opts.keepalive)
+        self.client.loop_start()
+        self._thread = threading.Thread(target=self._work, name="mqtt-sink", daemon=True)
+        self._thread.start()
+
+    def emit(self, event: Event) -> None:
+        payload = json.dumps(event.to_dict(), separators=(",", ":")).encode()
+        try:
+            self.spool.put(self.t_events, payload)
+        except sqlite3.Error as e:
+            log.error(
+                "spool %s: cannot store alert %s (%s); sending it without the spool",
+                self.spool.path,
+                event.id,
+                e,
+            )
+            self._unspooled.append(payload)
+        key = (event.camera, event.label)
+        with self._lock:
+            self._states[key] = "ON" if event.kind == "start" else "OFF"
+            self._dirty.add(key)
+        self._wake.set()
+
+    def close(self) -> None:
+        """Stop the worker, flush what the broker will take within ``CLOSE_BUDGET``, publish
+        ``offline`` (retained) and disconnect. Whatever is not acknowledged stays spooled."""
+        if self.client is None:  # never started, or start() failed part-way
+            if self.spool is not None:
+                self.spool.close()
+            return
+        deadline = time.monotonic() + CLOSE_BUDGET
+        self._closing = True
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(TICK)
+        self.heartbeat.retire()
+        while self._connected and time.monotonic() < deadline - 0.3 and self._busy():
+            self._step(stats=False)
+            time.sleep(0.01)
+        if self._connected:
+            info = self.client.publish(self.t_available, "offline", qos=1, retain=True)
+            with contextlib.suppress(RuntimeError, ValueError):  # else the last will says it
+                info.wait_for_publish(max(0.05, deadline - time.monotonic()))
+        self.client.disconnect()
+        _join(self.client.loop_stop, max(0.1, deadline - time.monotonic()))
+        self._settle_acks()
+        left = self.spool.depth
+        self.spool.close()
+        if left:
+            log.info("mqtt: %d alert(s) stay in the spool for the next run", left)
+
+    # ------------------------------------------------------------------ paho callbacks
+
+    def _client(self, ctx) -> mqtt.Client:
+        o = self.opts
+        c = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2,
+            client_id=o.client_id,
+            clean_session=True,
+            protocol=mqtt.MQTTv311,
+        )
+        if log.isEnabledFor(logging.DEBUG):  # paho is chatty, and logs shutdown noise as errors
+            c.enable_logger(logging.getLogger("edge_hf.mqtt.paho"))
+        if o.username:
+            c.username_pw_set(o.username, o.password)
+        if ctx is not None:
+            c.tls_set_context(ctx)
+        c.will_set(self.t_available, "offline", qos=1, retain=True)
+        c.reconnect_delay_set(min(o.reconnect_min, o.reconnect_max), o.reconnect_max)
+        c.max_inflight_messages_set(WINDOW)
+        c.on_connect = self._on_connect
+        c.on_connect_fail = self._on_connect_fail
+        c.on_disconnect = self._on_disconnect
+        c.on_publish = self._on_publish
+        return c
+
+    @_guarded
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        if reason_code.is_failure:
+            self.failed_attempts += 1
+            hint = (
+                "; check the user in --mqtt and the password"
+                if reason_code.value in _AUTH_CODES
+                else ""
+            )
+            log.warning(
+                "mqtt: %s refused the connection: %s%s (attempt %d; %d alert(s) spooled)",
+                self._where(),
+                reason_code,
+                hint,
+                self.failed_attempts,
+                self.spool.depth,
+            )
+            return
+        if self._ever_connected:
+            self.reconnects += 1
+        log.info(
+            "mqtt: connected to %s%s",
+            self._where(),
+            f" after {self.failed_attempts} failed attempt(s)" if self.failed_attempts else "",
+        )
+        self._ever_connected, self.failed_attempts = True, 0
+        self._connected = self._fresh = True
+        self._wake.set()
+
+    @_guarded
+    def _on_connect_fail(self, client, userdata) -> None:
+        # paho calls this from inside its `except OSError:` block, so the reason is at hand
+        err = sys.exc_info()[1]
+        self.failed_attempts += 1
+        log.warning(
+            "mqtt: cannot connect to %s (%s) (attempt %d; %d alert(s) spooled)",
+            self._where(),
+            err or "unknown error",
+            self.failed_attempts,
+            self.spool.depth,
+        )
+
+    @_guarded
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        was, self._connected = self._connected, False
+        if was and not self._closing:
+            log.warning(
+                "mqtt: lost the connection to %s (%s); alerts are spooled until it is back",
+                self._where(),
+                reason_code,
+            )
+
+    @_guarded
+    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        self._acks.append(mid)  # PUBACK for a QoS 1 message (or sent, for QoS 0)
+        self._wake.set()
+
+    def _where(self) -> str:
+        return f"{self.opts.host}:{self.opts.port}"
+
+    # ------------------------------------------------------------------ the worker
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(TICK)
+            self._wake.clear()
+            self.heartbeat.beat()
+            if not self._stop.is_set():
+                self._step(stats=True)
+
+    def _step(self, stats: bool) -> None:
+        try:
+            self._settle_acks()
+            if not self._connected:
+                return
+            if self._fresh:
+                self._fresh = False
+                self._announce()
+            self._publish_states()
+            self._publish_spooled()
+            while self._unspooled:
+                self.client.publish(self.t_events, self._unspooled.popleft(), qos=1)
+            if stats and time.monotonic() >= self._next_stats:
+                self._next_stats = time.monotonic() + self.opts.stats_interval
+                self.client.publish(self.t_stats, json.dumps(self.stats()), qos=0)
+        except sqlite3.Error as e:  # a disk problem: keep going, it may pass
+            log.error("spool %s: %s", self.spool.path, e)
+
+    def _announce(self) -> None:
+        """A new connection: say we are here, restate every state, replay the spool."""
+        self.client.publish(self.t_available, "online", qos=1, retain=True)
+        with self._lock:
+            self._dirty.update(self._states)
+        self._cursor = 0
+
+    def _publish_states(self) -> None:
+        with self._lock:
+            changed = [(k, self._states[k]) for k in sorted(self._dirty)]
+            self._dirty.clear()
+        p = self.opts.prefix
+        for (camera, label), value in changed:
+            self.client.publish(f"{p}/{camera}/{label}", value, qos=1, retain=True)
+
+    def _publish_spooled(self) -> None:
+        room = WINDOW - len(self._inflight)
+        while room > 0:
+            rows = self.spool.pending(self._cursor, room)
+            if not rows:
+                return
+            busy = set(self._inflight.values())  # paho resends those itself
+            for row in rows:
+                self._cursor = row.id
+                if row.id not in busy:
+                    info = self.client.publish(row.topic, row.payload, qos=1)
+                    self._inflight[info.mid] = row.id
+                    room -= 1
+
+    def _settle_acks(self) -> None:
+        done = []
+        while self._acks:
+            spool_id = self._inflight.pop(self._acks.popleft(), None)
+            if spool_id is not None:
+                done.append(spool_id)
+        if done:
+            self.spool.delete(done)
+
+    def _busy(self) -> bool:
+        return bool(self.spool.depth or self._inflight or self._dirty or self._unspooled)
+
+    def stats(self) -> dict:
+        """The ``<prefix>/stats`` payload."""
+        s = self.meter.report(self.run.counters())
+        return {
+            "time": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            **s,
+            "spool": {
+                "depth": self.spool.depth,
+                "bytes": self.spool.size,
+                "dropped": self.spool.dropped,
+            },
+            "mqtt": {
+                "connected": self._connected,
+                "reconnects": self.reconnects,
+                "failed_attempts": self.failed_attempts,
+            },
+        }
+
+
+def _join(fn, timeout: float) -> None:
+    """Run ``fn`` in a helper thread, waiting at most ``timeout``: paho's ``loop_stop`` joins
+    its network thread without a timeout, and a connect in progress can take seconds."""
+    t = threading.Thread(target=fn, name="mqtt-stop", daemon=True)
+    t.start()
+    t.join(timeout)

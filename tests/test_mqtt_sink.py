@@ -1,0 +1,139 @@
+"""``MqttSink`` in-process against a real mosquitto: what only the inside can show - a row
+leaves the spool on PUBACK and not before, and ``emit`` never waits for the broker.
+
+A *frozen* broker is a real mosquitto stopped with SIGSTOP: its socket stays open and accepts
+bytes, but nothing comes back (no PUBACK), as with a hung broker or a black-holed link.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from edge_hf.alerts import Event
+from edge_hf.errors import UsageError
+from edge_hf.health import Counters, Health
+from edge_hf.sinks import RunInfo
+from edge_hf.sinks.mqtt import MqttSink, _guarded
+from edge_hf.sinks.mqtt_options import MqttOptions
+from tests.broker import Mosquitto, Subscriber, have_mosquitto, retained
+from tests.live import wait_until
+
+pytestmark = pytest.mark.skipif(not have_mosquitto(), reason="needs mosquitto (scripts/setup.sh)")
+
+
+def run_info(cameras=("porch",), labels=("fall",)) -> RunInfo:
+    return RunInfo(
+        cameras=cameras,
+        labels=labels,
+        counters=lambda: Counters(time.monotonic(), (), 0, 0.0, 0.0),
+        health=Health(),
+    )
+
+
+def event(kind: str = "start") -> Event:
+    return Event(kind, str(uuid.uuid4()), "porch", "fall", 0.9, 0.9, 1, time.time())
+
+
+def sink_for(broker: Mosquitto, state: Path) -> MqttSink:
+    return MqttSink(MqttOptions(host="127.0.0.1", port=broker.port, state_dir=state))
+
+
+def test_a_row_leaves_the_spool_on_puback_and_not_before(tmp_path: Path):
+    with Mosquitto() as broker, Subscriber(broker.port) as sub:
+        sink = sink_for(broker, tmp_path)
+        sink.start(run_info())
+        try:
+            assert wait_until(lambda: sub.payloads("edge-hf/available") == ["online"], 10)
+            os.kill(broker.proc.pid, signal.SIGSTOP)
+            try:
+                for _ in range(5):
+                    sink.emit(event())
+                # handed to paho, which reports success (info.rc == 0) ...
+                assert wait_until(lambda: len(sink._inflight) == 5, 10)
+                # ... but without a PUBACK nothing may leave the spool
+                assert sink.spool.depth == 5
+            finally:
+                os.kill(broker.proc.pid, signal.SIGCONT)
+            assert wait_until(lambda: sink.spool.depth == 0, 10)
+            assert wait_until(lambda: len(sub.payloads("edge-hf/events")) == 5, 10)
+        finally:
+            sink.close()
+
+
+def test_emit_never_waits_for_a_frozen_broker(tmp_path: Path):
+    with Mosquitto() as broker, Subscriber(broker.port) as sub:
+        sink = sink_for(broker, tmp_path)
+        sink.start(run_info())
+        try:
+            assert wait_until(lambda: sub.payloads("edge-hf/available") == ["online"], 10)
+            os.kill(broker.proc.pid, signal.SIGSTOP)
+            try:
+                frame_loop = threading.Thread(
+                    target=lambda: [sink.emit(event()) for _ in range(200)]
+                )
+                frame_loop.start()
+                frame_loop.join(20)  # bounded: a sink that waited on the broker would hang here
+                assert not frame_loop.is_alive()
+                assert sink.spool.depth == 200
+            finally:
+                os.kill(broker.proc.pid, signal.SIGCONT)
+            assert wait_until(lambda: sink.spool.depth == 0, 20)
+        finally:
+            sink.close()
+        assert retained(broker.port, "edge-hf/porch/fall") == "ON"
+
+
+def test_a_closed_sink_keeps_unacknowledged_alerts_for_the_next_run(tmp_path: Path):
+    with Mosquitto() as broker:
+        sink = sink_for(broker, tmp_path)
+        sink.start(run_info())
+        assert wait_until(lambda: sink._connected, 10)
+        broker.stop()
+        assert wait_until(lambda: not sink._connected, 10)
+        sent = [event() for _ in range(3)]
+        for e in sent:
+            sink.emit(e)
+        sink.close()
+        broker.start()
+        with Subscriber(broker.port) as sub:
+            again = sink_for(broker, tmp_path)
+            again.start(run_info())
+            try:
+                assert wait_until(lambda: len(sub.payloads("edge-hf/events")) == 3, 10)
+                got = sub.payloads("edge-hf/events")
+                assert all(e.id in p for e, p in zip(sent, got, strict=True))  # oldest first
+            finally:
+                again.close()
+
+
+@pytest.mark.parametrize(
+    ("cameras", "labels", "needle"),
+    [
+        (("a+b",), ("fall",), r"camera name 'a\+b' cannot be used in an MQTT topic.*NAME=SO"),
+        (("porch",), ("fall/down",), "alert class 'fall/down' cannot be used"),
+    ],
+)
+def test_names_that_would_break_topics_are_refused_at_start(tmp_path, cameras, labels, needle):
+    sink = MqttSink(MqttOptions(host="127.0.0.1", port=1, state_dir=tmp_path))
+    with pytest.raises(UsageError, match=needle):
+        sink.start(run_info(cameras, labels))
+    sink.close()  # never started: a no-op
+
+
+def test_a_raising_callback_is_logged_not_fatal(caplog):
+    caplog.set_level(logging.ERROR, "edge_hf.mqtt")
+
+    @_guarded
+    def on_publish(client, userdata, mid, reason_code, properties):
+        raise KeyError(mid)
+
+    on_publish(None, None, 7, 0, None)  # would end paho's network thread if it escaped
+    assert "bug in on_publish (carrying on)" in caplog.text and "KeyError: 7" in caplog.text
