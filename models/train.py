@@ -27,7 +27,7 @@ from models.augment import AugConfig
 from models.cache import FrameCache
 from models.config import TrainConfig, parse
 from models.data import DataError
-from models.dataset import EvalSet, TrainSet, Windows
+from models.dataset import EvalSet, TrainSet, Windows, collate
 from models.metrics import confusion, summary
 from models.model import HyperframeNet, build
 from models.report import plot_confusion, plot_curves
@@ -63,7 +63,7 @@ def loaders(cfg: TrainConfig, ds: datasets.Dataset) -> tuple[DataLoader, DataLoa
         }
     )
     train = TrainSet(tw, cfg.samples_per_clip, AugConfig(mode=cfg.aug), flip, cfg.seed)
-    kw = {"num_workers": cfg.workers, "persistent_workers": cfg.workers > 0}
+    kw = {"num_workers": cfg.workers, "persistent_workers": cfg.workers > 0, "collate_fn": collate}
     video_level = all(isinstance(v.labels, int) for v in ds.val)
     return (
         DataLoader(train, cfg.batch, shuffle=True, drop_last=len(train) > cfg.batch, **kw),
