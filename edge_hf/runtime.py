@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import threading
 import time
@@ -22,7 +23,10 @@ from edge_hf.sources import Source, SourceOptions, open_source
 from edge_hf.spec import HyperframeSpec
 
 log = logging.getLogger("edge_hf.run")
-DEMO_MODEL = Path(__file__).parent / "assets" / "demo" / "demo.onnx"
+# The embedded demo model (see its MODEL_CARD.md): the OpenVINO INT8 IR when OpenVINO is
+# installed, else the ONNX file. find_spec looks without importing.
+_DEMO = Path(__file__).parent / "assets" / "demo"
+DEMO_MODEL = _DEMO / ("model-int8.xml" if importlib.util.find_spec("openvino") else "model.onnx")
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ import pytest
 
 from edge_hf import synth
 from edge_hf.spec import HyperframeSpec
-from export.demo_model import DEMO_SPEC, motion_model
+from tests.motion_model import MOTION_SPEC, motion_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def save_model(path: Path, spec: HyperframeSpec = DEMO_SPEC, **kw) -> Path:
-    """Write an ONNX model honouring ``spec`` (see export.demo_model.motion_model)."""
+def save_model(path: Path, spec: HyperframeSpec = MOTION_SPEC, **kw) -> Path:
+    """Write an ONNX model honouring ``spec`` (see tests.motion_model.motion_model)."""
     onnx.save(motion_model(spec, **kw), path)
     return path
 

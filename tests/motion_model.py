@@ -1,17 +1,13 @@
-"""A hand-built motion model that honours the contract, for the embedded demo.
+"""A hand-built motion model that honours the model contract, for the runtime's tests.
 
-Until the trainer's model is exported (the export issue), the demo ships this: an ONNX graph that
-takes the contract's uint8 ``[N, T, H, W, 3]`` BGR input and scores a *fall* from how fast the
-figure's vertical centre of mass drops across the hyperframe. It has no learned weights; it only
-shows the contract end to end (spec in metadata, input adapter inside the graph).
-
-    python -m export.demo_model [--out edge_hf/assets/demo/demo.onnx]
+An ONNX graph that takes the contract's uint8 ``[N, T, H, W, 3]`` BGR input and scores a *fall*
+from how fast the figure's vertical centre of mass drops across the hyperframe. It has no learned
+weights, builds in milliseconds for any spec (frames, size, classes), and can be made to disagree
+with its own spec, which is what the runtime's tests need. (It was the embedded demo model until
+a trained MobileNetV3 replaced it: ``make demo-model``.)
 """
 
 from __future__ import annotations
-
-import argparse
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -19,14 +15,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edge_hf.spec import HyperframeSpec, write_onnx_spec
 
-DEMO_SPEC = HyperframeSpec(
+MOTION_SPEC = HyperframeSpec(
     frames=3,
     stride=3,
     size=(160, 160),
     classes=("normal", "fall"),
     alert_classes=(("fall", 0.8),),
     arch="motion-centroid",
-    provenance=(("data", "none: hand-built, see export/demo_model.py"),),
+    provenance=(("data", "none: hand-built, see tests/motion_model.py"),),
 )
 GAIN, BIAS = 80.0, 4.0  # logit_fall = GAIN * (drop of the centre of mass, in frame heights) - BIAS
 
@@ -95,18 +91,3 @@ def motion_model(
     write_onnx_spec(model, spec)
     onnx.checker.check_model(model)
     return model
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("edge_hf/assets/demo/demo.onnx"))
-    args = ap.parse_args()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    onnx.save(motion_model(DEMO_SPEC), tmp)
-    tmp.replace(args.out)
-    print(f"wrote {args.out}")
-
-
-if __name__ == "__main__":
-    main()

@@ -12,12 +12,14 @@ from edge_hf.backends import load_backend
 from edge_hf.backends.onnxruntime import resolve_providers
 from edge_hf.errors import ModelError, UsageError
 from edge_hf.spec import HyperframeSpec, write_onnx_spec
-from export.demo_model import DEMO_SPEC
 from tests.conftest import save_model, save_openvino
+from tests.motion_model import MOTION_SPEC
 
 
 def hyperframes(n: int, seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 256, (n, *DEMO_SPEC.input_shape()[1:]), np.uint8)
+    return np.random.default_rng(seed).integers(
+        0, 256, (n, *MOTION_SPEC.input_shape()[1:]), np.uint8
+    )
 
 
 @pytest.fixture
@@ -33,7 +35,7 @@ def models(tmp_path: Path) -> dict[str, Path]:
 def test_bound_inference_matches_a_plain_session_run(models, fmt, backend):
     reference = ort.InferenceSession(str(models["onnx"]), providers=["CPUExecutionProvider"])
     b = load_backend(models[fmt], backend)
-    x = np.zeros(DEMO_SPEC.input_shape(), np.uint8)
+    x = np.zeros(MOTION_SPEC.input_shape(), np.uint8)
     out = np.full((1, 2), np.nan, np.float32)
     b.bind([x], out)
     for k, frames in enumerate(hyperframes(4)):
@@ -61,7 +63,7 @@ def test_threads_option_is_accepted(models):
     from edge_hf.backends import BackendOptions
 
     for path in models.values():
-        assert load_backend(path, "auto", BackendOptions(threads=1)).spec == DEMO_SPEC
+        assert load_backend(path, "auto", BackendOptions(threads=1)).spec == MOTION_SPEC
 
 
 def _corrupt(tmp: Path) -> Path:
@@ -71,11 +73,11 @@ def _corrupt(tmp: Path) -> Path:
 
 
 def _mislabelled(tmp: Path, name: str, **graph) -> Path:
-    """A model whose graph is built for one spec but which carries DEMO_SPEC."""
+    """A model whose graph is built for one spec but which carries MOTION_SPEC."""
     fields = {"frames": 3, "stride": 3, "size": (160, 160), "classes": ("normal", "fall"), **graph}
     path = save_model(tmp / name, HyperframeSpec(**fields))
     m = onnx.load(path)
-    write_onnx_spec(m, DEMO_SPEC)
+    write_onnx_spec(m, MOTION_SPEC)
     onnx.save(m, path)
     return path
 
@@ -176,7 +178,7 @@ def test_bound_inference_stops_allocating_after_warm_up(models, fmt):
     import tracemalloc
 
     b = load_backend(models[fmt])
-    x, out = np.zeros(DEMO_SPEC.input_shape(), np.uint8), np.zeros((1, 2), np.float32)
+    x, out = np.zeros(MOTION_SPEC.input_shape(), np.uint8), np.zeros((1, 2), np.float32)
     b.bind([x], out)
     tracemalloc.start()
     try:

@@ -12,7 +12,6 @@ import pytest
 from edge_hf.capture import Capture, CapturePolicy, Mailbox
 from edge_hf.sampler import StrideSampler
 from edge_hf.sources import SourceOptions, open_source
-from export.demo_model import DEMO_SPEC
 from tests.live import (
     RTSP_CAPTURE_OPTIONS,
     HttpTsServer,
@@ -23,6 +22,7 @@ from tests.live import (
     wait_until,
     write_h264_clip,
 )
+from tests.motion_model import MOTION_SPEC
 
 pytestmark = pytest.mark.skipif(
     not have_ffmpeg(), reason="ffmpeg is needed to serve live test streams"
@@ -50,7 +50,7 @@ class Running:
         source = open_source(
             url, SourceOptions(open_timeout=2.0, read_timeout=policy.stall_timeout)
         )
-        sampler = StrideSampler(DEMO_SPEC, every)
+        sampler = StrideSampler(MOTION_SPEC, every)
         self.stop = threading.Event()
         self.capture = Capture(
             source, sampler, Mailbox(sampler, threading.Condition()), policy, self.stop

@@ -101,14 +101,14 @@ def _no_spec(t: Path) -> str:
 
 def _mismatch(t: Path) -> str:
     from edge_hf.spec import HyperframeSpec, write_onnx_spec
-    from export.demo_model import DEMO_SPEC
+    from tests.motion_model import MOTION_SPEC
 
     path = save_model(
         t / "shape.onnx",
         HyperframeSpec(frames=4, stride=1, size=(160, 160), classes=("normal", "fall")),
     )
     m = onnx.load(path)
-    write_onnx_spec(m, DEMO_SPEC)
+    write_onnx_spec(m, MOTION_SPEC)
     onnx.save(m, path)
     return str(path)
 
@@ -174,7 +174,7 @@ def _a_file(t: Path) -> str:
         (
             lambda t: ["run", "--camera", CAM, "--threshold", "smoke=0.5"],
             2,
-            "the model has no class 'smoke'; its classes are ['normal', 'fall']",
+            "the model has no class 'smoke'; its classes are ['walk_left', 'walk_right', 'wave', 'hold'",
         ),
         (
             lambda t: ["run", "--camera", CAM, "--every", "0"],
@@ -189,7 +189,10 @@ def _a_file(t: Path) -> str:
             "--backend 'tflite': expected one of",
         ),
         (
-            lambda t: ["run", "--camera", CAM, "--providers", "tensorrt"],
+            lambda t: [
+                *("run", "--camera", CAM, "--providers", "tensorrt"),
+                *("--model", str(save_model(t / "m.onnx"))),  # providers are onnxruntime's
+            ],
             2,
             "--providers tensorrt: not available",
         ),

@@ -1,0 +1,137 @@
+"""Export a trained checkpoint for the device runtime, check it and measure it.
+
+    python -m export runs/NAME/best.pt --formats onnx,openvino,openvino-int8 \\
+        [--calib DATASET] [--out DIR] [--force] [--fp16] [--max-drop X] [--threshold CLASS=P]
+        [--subset-size N] [--preset mixed|performance] [--ranges minmax|mean-minmax]
+
+Writes DIR (default: ``export/`` beside the checkpoint) with the model files, ``report.json``
+and ``MODEL_CARD.md``, all or nothing. Errors are one line on stderr with an exit code:
+
+0 ok · 1 a bug (traceback) · 2 bad usage · 3 checkpoint (missing, not ours, no spec) ·
+4 calibration data (missing, empty, other classes) · 5 output folder not empty (use --force) ·
+6 parity: an exported model disagrees with the trained one
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+from pathlib import Path
+
+from export.errors import ExportError, UsageError
+from export.formats import FORMATS, check_options, parse_formats
+
+PROG = "python -m export"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not usage + error
+        raise UsageError(f"{message} (see --help)")
+
+
+def _threshold(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    try:
+        v = float(value)
+    except ValueError:
+        v = -1.0
+    if not sep or not name or not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"expected CLASS=P with 0 < P <= 1, found {text!r}")
+    return name, v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    table = "; ".join(f"{f.name}: {f.about}" for f in FORMATS)
+    p = _Parser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("checkpoint", type=Path, help="runs/NAME/best.pt from python -m models.train")
+    p.add_argument("--formats", default="onnx,openvino,openvino-int8", help=table)
+    p.add_argument("--out", type=Path, help="output folder (default: export/ beside CHECKPOINT)")
+    p.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    p.add_argument(
+        "--calib",
+        type=Path,
+        help="dataset for INT8 calibration (training split) and the report (validation split); "
+        "default: the one the checkpoint was trained on",
+    )
+    p.add_argument("--fp16", action="store_true", help="openvino: store FP16 weights")
+    p.add_argument("--max-drop", type=float, help="openvino-int8: accuracy control, e.g. 0.01")
+    p.add_argument("--subset-size", type=int, help="openvino-int8: calibration hyperframes (300)")
+    p.add_argument("--preset", choices=["mixed", "performance"], help="openvino-int8 (mixed)")
+    p.add_argument(
+        "--ranges",
+        choices=["minmax", "mean-minmax"],
+        help="openvino-int8: activation ranges over the calibration set (minmax; see README)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=_threshold,
+        action="append",
+        default=[],
+        metavar="CLASS=P",
+        help="set a default alert threshold in the exported spec; repeatable",
+    )
+    p.add_argument("--repeats", type=int, default=50, help="timed runs per latency figure")
+    return p
+
+
+def options(argv: list[str]):
+    from export.pipeline import ExportOptions
+    from export.quantize import QuantOptions
+
+    args = build_parser().parse_args(argv)
+    formats = parse_formats(args.formats)
+    given = {
+        "--fp16": args.fp16,
+        "--max-drop": args.max_drop is not None,
+        "--subset-size": args.subset_size is not None,
+        "--preset": args.preset is not None,
+        "--ranges": args.ranges is not None,
+    }
+    check_options(formats, given)
+    if args.repeats < 1:
+        raise UsageError(f"--repeats: expected >= 1, found {args.repeats}")
+    quant = QuantOptions(
+        subset_size=args.subset_size or 300,
+        preset=args.preset or "mixed",
+        ranges=args.ranges or "minmax",
+        max_drop=args.max_drop,
+    )
+    return ExportOptions(
+        checkpoint=args.checkpoint,
+        formats=formats,
+        out=args.out or args.checkpoint.parent / "export",
+        calib=args.calib,
+        force=args.force,
+        fp16=args.fp16,
+        quant=quant,
+        thresholds=tuple(args.threshold),
+        repeats=args.repeats,
+        command=shlex.join([*PROG.split(), *argv]),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.WARNING, format="export: %(levelname)s %(message)s")
+    try:
+        opts = options(argv)
+        from export.pipeline import run
+
+        report = run(opts)
+    except ExportError as e:
+        print(f"export: error: {e}", file=sys.stderr)
+        return e.exit_code
+    print(summary(report, opts.out))
+    return 0
+
+
+def summary(report: dict, out: Path) -> str:
+    from export.card import metrics_table
+
+    return "\n".join([f"wrote {out}", *metrics_table(report)[2:]])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

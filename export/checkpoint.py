@@ -1,0 +1,95 @@
+"""Read a training checkpoint (``runs/<name>/best.pt`` from ``models.train``) into a folded,
+evaluation-mode model and its spec, refusing anything that is not ours."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import zipfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from edge_hf.errors import SpecError
+from edge_hf.spec import HyperframeSpec, check_threshold
+from export.errors import CheckpointError, UsageError
+from models.model import HyperframeNet, build
+
+KEYS = ("model", "spec", "config")
+FIX = "pass a runs/<name>/best.pt written by `python -m models.train`"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: Path
+    spec: HyperframeSpec
+    config: dict[str, Any]
+    epoch: int
+    net: HyperframeNet  # folded (input scaling inside conv1), eval mode
+
+
+def load_checkpoint(path: Path) -> Checkpoint:
+    state = _read(path)
+    if not isinstance(state, dict) or not set(KEYS) <= set(state):
+        found = sorted(state) if isinstance(state, dict) else type(state).__name__
+        missing = [k for k in KEYS if not isinstance(state, dict) or k not in state]
+        raise CheckpointError(
+            f"{path}: not an edge-hf training checkpoint (missing {missing}, found {found}); {FIX}"
+        )
+    try:
+        spec = HyperframeSpec.from_json(state["spec"], f"{path}: spec")
+    except SpecError as e:
+        raise CheckpointError(f"{e}; {FIX}") from None
+    try:
+        config = json.loads(state["config"])
+        arch = config["arch"]
+    except (TypeError, ValueError, KeyError):
+        raise CheckpointError(f"{path}: its training config is unreadable; {FIX}") from None
+    net = build(
+        arch,
+        spec.frames,
+        len(spec.classes),
+        stem_bn=bool(config.get("stem_bn")),
+        size=config.get("size"),
+    )
+    try:
+        net.load_state_dict(state["model"])
+    except (RuntimeError, TypeError, AttributeError) as e:
+        first = str(e).strip().splitlines()[0][:160]
+        raise CheckpointError(
+            f"{path}: its weights do not fit a {arch} with {len(spec.classes)} classes "
+            f"({first}); {FIX}"
+        ) from None
+    net.eval()
+    net.fold()
+    return Checkpoint(path, spec, config, int(state.get("epoch", 0)), net)
+
+
+def _read(path: Path) -> Any:
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist; {FIX}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, zipfile.BadZipFile, RuntimeError, EOFError, OSError) as e:
+        first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        raise CheckpointError(
+            f"{path}: not a PyTorch checkpoint we can read ({first}); {FIX}"
+        ) from None
+
+
+def with_thresholds(spec: HyperframeSpec, overrides: list[tuple[str, float]]) -> HyperframeSpec:
+    """The spec with alert thresholds set or added (``--threshold CLASS=P``)."""
+    thresholds = dict(spec.alert_classes)
+    for name, value in overrides:
+        if name not in spec.classes:
+            raise UsageError(
+                f"--threshold {name}={value}: the model has no class {name!r}; "
+                f"its classes are {list(spec.classes)}"
+            )
+        try:
+            thresholds[name] = check_threshold(value, f"--threshold {name}")
+        except SpecError as e:
+            raise UsageError(str(e)) from None
+    return replace(spec, alert_classes=tuple(thresholds.items()))

@@ -1,0 +1,158 @@
+"""Measurements made in the export run itself: logits of every format on the validation
+hyperframes (parity with the trained model, accuracy) and latency.
+
+Every exported file is run through the device runtime's own backends (``edge_hf.backends``), so
+what is measured is what a device loads.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import openvino as ov
+import torch
+
+from edge_hf.backends import load_backend
+from export.data import Hyperframes
+from export.errors import ParityError
+from export.to_openvino import F32
+from models.metrics import confusion, summary
+
+# max |logit difference| relative to the trained model's logit range on the validation set
+PARITY_TOL = 1e-4
+PARITY_TOL_FP16 = 1e-2  # --fp16 rounds every weight to 11 significant bits
+BATCH = 8
+WARMUP = 5
+
+
+# ---- logits ----------------------------------------------------------------------------------
+def torch_logits(net: torch.nn.Module, x: np.ndarray) -> np.ndarray:
+    out = []
+    with torch.inference_mode():
+        for i in range(0, len(x), BATCH):
+            out.append(net(torch.from_numpy(x[i : i + BATCH])).float().numpy())
+    return np.concatenate(out)
+
+
+def backend_logits(path: Path, x: np.ndarray, n_classes: int) -> np.ndarray:
+    """Logits of a model file as the runtime computes them: bound buffers, batches of BATCH (the
+    last one padded)."""
+    b = load_backend(path)
+    buf = np.zeros((BATCH, *x.shape[1:]), np.uint8)
+    out = np.zeros((BATCH, n_classes), np.float32)
+    b.bind([buf], out)
+    logits = np.empty((len(x), n_classes), np.float32)
+    for i in range(0, len(x), BATCH):
+        chunk = x[i : i + BATCH]
+        buf[: len(chunk)] = chunk
+        buf[len(chunk) :] = chunk[-1]
+        b.infer()
+        logits[i : i + len(chunk)] = out[: len(chunk)]
+    return logits
+
+
+# ---- parity and accuracy ---------------------------------------------------------------------
+def check_parity(reference: np.ndarray, got: np.ndarray, name: str, tol: float) -> dict:
+    """Raise ParityError unless ``got`` is within ``tol`` of the reference's logit range and picks
+    the same class for every hyperframe."""
+    spread = float(reference.max() - reference.min()) or 1.0
+    diff = float(np.abs(got - reference).max())
+    same = reference.argmax(1) == got.argmax(1)
+    result = {
+        "max_abs": diff,
+        "relative": diff / spread,
+        "tolerance": tol,
+        "argmax_agree": float(same.mean()),
+    }
+    if diff / spread > tol or not same.all():
+        raise ParityError(
+            f"parity failed for {name}: max |logit difference| {diff:.3g} is "
+            f"{diff / spread:.2g} of the logit range {spread:.3g} (allowed {tol:g}), "
+            f"{int((~same).sum())} of {len(same)} validation hyperframes change class; the "
+            "exported graph differs from the trained model: report it with the checkpoint"
+        )
+    return result
+
+
+def accuracy(logits: np.ndarray, val: Hyperframes, video_level: bool, classes) -> dict:
+    """Top-1 and macro-F1 as the trainer reports them (per video, its windows' logits averaged,
+    for clip-labelled data; per window otherwise), and top-1 per window."""
+    pred, truth = logits.argmax(1), val.y
+    window_top1 = float((pred == truth).mean())
+    if video_level:
+        ids = np.unique(val.clip)
+        pred = np.array([logits[val.clip == i].mean(0).argmax() for i in ids])
+        truth = np.array([val.y[val.clip == i][0] for i in ids])
+    s = summary(confusion(truth, pred, len(classes)), tuple(classes))
+    return {
+        "top1": s["top1"],
+        "macro_f1": s["macro_f1"],
+        "window_top1": window_top1,
+        "confusion": s["confusion"],
+    }
+
+
+# ---- latency ---------------------------------------------------------------------------------
+def median_ms(step: Callable[[], object], repeats: int) -> float:
+    for _ in range(WARMUP):
+        step()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000.0
+
+
+def torch_latency(net: torch.nn.Module, x: np.ndarray, repeats: int) -> float:
+    xt = torch.from_numpy(np.ascontiguousarray(x))
+    with torch.inference_mode():
+        return median_ms(lambda: net(xt), repeats)
+
+
+def backend_latency(path: Path, x: np.ndarray, n_classes: int, repeats: int) -> tuple[float, dict]:
+    """Median ms of one ``infer()`` of the runtime's backend on ``x``, with its engine details."""
+    b = load_backend(path)
+    buf, out = np.ascontiguousarray(x), np.zeros((len(x), n_classes), np.float32)
+    b.bind([buf], out)
+    return median_ms(b.infer, repeats), b.describe()
+
+
+def adapter_cost(model: Path, backbone: Path, x: np.ndarray, repeats: int) -> dict:
+    """Batch-1 latency of the exported model (uint8 frames in) against its backbone alone (the
+    float [1, 3T, H, W] it would otherwise need), run identically, on onnxruntime and OpenVINO."""
+    n, t, h, w, c = x.shape
+    xf = np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, t * c, h, w), np.float32)
+    result = {}
+    for engine, timer in (("onnxruntime", _ort_ms), ("openvino", _ov_ms)):
+        full, bare = timer(model, x, repeats), timer(backbone, xf, repeats)
+        result[engine] = {"model_ms": full, "backbone_ms": bare, "adapter_ms": full - bare}
+    return result
+
+
+def _ort_ms(path: Path, x: np.ndarray, repeats: int) -> float:
+    so = ort.SessionOptions()  # as the runtime's backend: one thread, no spinning
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    binding = s.io_binding()
+    binding.bind_cpu_input(s.get_inputs()[0].name, x)
+    binding.bind_output(s.get_outputs()[0].name, "cpu")
+    return median_ms(lambda: s.run_with_iobinding(binding), repeats)
+
+
+def _ov_ms(path: Path, x: np.ndarray, repeats: int) -> float:
+    compiled = ov.Core().compile_model(str(path), "CPU", {"PERFORMANCE_HINT": "LATENCY", **F32})
+    request = compiled.create_infer_request()
+    request.set_input_tensor(0, ov.Tensor(x, shared_memory=True))
+
+    def step() -> None:
+        request.start_async()
+        request.wait()
+
+    return median_ms(step, repeats)

@@ -1,0 +1,231 @@
+"""One export run: checkpoint -> ONNX -> OpenVINO FP32 -> INT8, each checked against the trained
+model and measured, written to a temporary folder and moved into place only when all is done."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from edge_hf.spec import HyperframeSpec
+from export import measure
+from export.card import environment, write_card, write_report
+from export.checkpoint import Checkpoint, load_checkpoint, with_thresholds
+from export.data import EvalData, load_data
+from export.errors import DataError, OutputError
+from export.formats import BY_NAME, Format, needed
+from export.quantize import QuantOptions, quantize
+from export.to_onnx import OPSET, backbone_of, export_onnx
+from export.to_openvino import convert, save
+
+REPORT_FILES = ("report.json", "MODEL_CARD.md")
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    checkpoint: Path
+    formats: tuple[Format, ...]
+    out: Path
+    calib: Path | None = None  # default: the dataset the checkpoint was trained on
+    force: bool = False
+    fp16: bool = False
+    quant: QuantOptions = field(default_factory=QuantOptions)
+    thresholds: tuple[tuple[str, float], ...] = ()
+    repeats: int = 50  # timed runs per latency figure
+    command: str = ""
+
+
+def run(opts: ExportOptions) -> dict:
+    """Export, check, measure, write; returns the report. The output folder appears whole or
+    not at all."""
+    out = check_out(opts.out, opts.force)
+    ckpt = load_checkpoint(opts.checkpoint)
+    spec = with_thresholds(ckpt.spec, list(opts.thresholds))
+    data = load_data(_dataset(ckpt, opts.calib), ckpt.spec, ckpt.config, opts.quant.subset_size)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        report = build(ckpt, spec, data, opts, staging)
+        write_report(staging / "report.json", report)
+        write_card(staging / "MODEL_CARD.md", report)
+        keep = {f for fmt in opts.formats for f in fmt.files()} | set(REPORT_FILES)
+        for p in staging.iterdir():
+            if p.name not in keep:
+                p.unlink()
+        publish(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return report
+
+
+@dataclass
+class Built:
+    """The model files written so far, their logits on the validation hyperframes, and the
+    parity of each float format with the trained model."""
+
+    files: dict[str, Path] = field(default_factory=dict)
+    logits: dict[str, np.ndarray] = field(default_factory=dict)
+    parity: dict[str, dict] = field(default_factory=dict)
+
+
+def build(
+    ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOptions, folder: Path
+) -> dict:
+    """Write every needed format into ``folder`` and measure it (the report's content)."""
+    built = write_formats(ckpt, spec, data, opts, folder)
+    rows = {name: _row(name, built, ckpt, data, opts) for name in built.logits}
+    if "openvino-int8" in rows:
+        rows["openvino-int8"]["drop"] = _drop(rows["openvino"], rows["openvino-int8"])
+    backbone = folder / "backbone.onnx"
+    backbone_of(built.files["onnx"], backbone)
+    adapter = measure.adapter_cost(built.files["onnx"], backbone, data.val.x[:1], opts.repeats)
+    return {
+        "checkpoint": {"path": str(ckpt.path), "epoch": ckpt.epoch, "config": ckpt.config},
+        "spec": spec.to_dict(),
+        "formats": rows,
+        "adapter": adapter,
+        "data": _data_facts(data, ckpt),
+        "export": {
+            "opset": OPSET,
+            "fp16": opts.fp16,
+            "quantization": {
+                "preset": opts.quant.preset,
+                "subset_size": min(opts.quant.subset_size, len(data.calib)),
+                "fast_bias_correction": False,
+                "activation_ranges": opts.quant.ranges,
+                "max_drop": opts.quant.max_drop,
+            },
+            "parity_tolerance": measure.PARITY_TOL,
+            "shipped": [f.name for f in opts.formats],
+        },
+        "environment": environment(),
+        "command": opts.command,
+    }
+
+
+def write_formats(
+    ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOptions, folder: Path
+) -> Built:
+    """torch -> ONNX -> OpenVINO FP32 -> INT8, as far as the chosen formats need; each float
+    format is checked against the trained model before the next is built from it."""
+    b = Built(logits={"torch": measure.torch_logits(ckpt.net, data.val.x)})
+    chosen = needed(opts.formats)
+
+    def written(name: str, tol: float | None, label: str) -> None:
+        b.logits[name] = measure.backend_logits(b.files[name], data.val.x, len(spec.classes))
+        if tol is not None:
+            b.parity[name] = measure.check_parity(b.logits["torch"], b.logits[name], label, tol)
+
+    b.files["onnx"] = folder / BY_NAME["onnx"].filename
+    export_onnx(ckpt.net, spec, b.files["onnx"])
+    written("onnx", measure.PARITY_TOL, "onnx (onnxruntime)")
+    if BY_NAME["openvino"] in chosen:
+        ov_model = convert(b.files["onnx"])
+        b.files["openvino"] = folder / BY_NAME["openvino"].filename
+        save(ov_model, spec, b.files["openvino"], fp16=opts.fp16)
+        tol = measure.PARITY_TOL_FP16 if opts.fp16 else measure.PARITY_TOL
+        written("openvino", tol, f"openvino (OpenVINO, {'FP16' if opts.fp16 else 'FP32'} weights)")
+    if BY_NAME["openvino-int8"] in chosen:
+        b.files["openvino-int8"] = folder / BY_NAME["openvino-int8"].filename
+        save(quantize(ov_model, data, opts.quant), spec, b.files["openvino-int8"])
+        written("openvino-int8", None, "")  # judged by its accuracy, not by parity
+    return b
+
+
+def _row(name: str, b: Built, ckpt: Checkpoint, data: EvalData, opts: ExportOptions) -> dict:
+    """Accuracy, agreement with the trained model, latency and size of one format."""
+    x1, x8 = data.val.x[:1], np.resize(data.val.x, (measure.BATCH, *data.val.x.shape[1:]))
+    classes = ckpt.spec.classes
+    row = measure.accuracy(b.logits[name], data.val, data.video_level, classes)
+    row["agree_with_torch"] = float(
+        (b.logits[name].argmax(1) == b.logits["torch"].argmax(1)).mean()
+    )
+    if name in b.parity:
+        row["parity"] = b.parity[name]
+    if name == "torch":
+        row["latency_ms"] = {
+            "batch1": measure.torch_latency(ckpt.net, x1, opts.repeats),
+            "batch8": measure.torch_latency(ckpt.net, x8, opts.repeats),
+        }
+        row.update(engine={"backend": "torch", "threads": _torch_threads()}, files=[], bytes=0)
+        return row
+    b1, engine = measure.backend_latency(b.files[name], x1, len(classes), opts.repeats)
+    b8, _ = measure.backend_latency(b.files[name], x8, len(classes), opts.repeats)
+    fmt = BY_NAME[name]
+    paths = [b.files[name].with_name(f) for f in fmt.files()]
+    row.update(
+        latency_ms={"batch1": b1, "batch8": b8},
+        engine={k: v for k, v in engine.items() if k not in ("inputs", "outputs")},
+        files=[p.name for p in paths],
+        bytes=sum(p.stat().st_size for p in paths),
+        precision="fp16 weights" if name == "openvino" and opts.fp16 else fmt.precision,
+    )
+    return row
+
+
+def _drop(fp32: dict, int8: dict) -> dict:
+    return {k: fp32[k] - int8[k] for k in ("top1", "macro_f1", "window_top1")}
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def _data_facts(data: EvalData, ckpt: Checkpoint) -> dict:
+    return {
+        "dataset": str(data.root),
+        "train_videos": data.videos[0],
+        "val_videos": data.videos[1],
+        "val_windows": len(data.val),
+        "calib_windows": len(data.calib),
+        "accuracy_over": "videos (their windows' logits averaged)"
+        if data.video_level
+        else "windows",
+        "label_strategy": ckpt.config.get("label_strategy", "video"),
+        "eval_clips": ckpt.config.get("eval_clips"),
+    }
+
+
+def _dataset(ckpt: Checkpoint, calib: Path | None) -> Path:
+    if calib is not None:
+        return calib
+    trained_on = ckpt.config.get("data", "")
+    if not trained_on or not Path(trained_on).is_dir():
+        raise DataError(
+            f"{ckpt.path} was trained on {trained_on or 'an unrecorded dataset'!r}, which is not "
+            "here; pass --calib DATASET (a dataset with the same classes)"
+        )
+    return Path(trained_on)
+
+
+# ---- the output folder -------------------------------------------------------------------------
+def check_out(out: Path, force: bool) -> Path:
+    out = out.absolute()
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"--out {out} is a file; choose a folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise OutputError(
+            f"--out {out} already holds files; choose another folder or pass --force to replace it"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def publish(staging: Path, out: Path) -> None:
+    """Swap the finished ``staging`` folder in for ``out`` (renames on one file system)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp made it private
+    if not out.exists():
+        staging.rename(out)
+        return
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    out.rename(old)
+    staging.rename(out)
+    shutil.rmtree(old)

@@ -1,0 +1,128 @@
+"""INT8 by NNCF post-training quantization on real training hyperframes.
+
+MobileNetV3's hard-swish and squeeze-excite lose accuracy with NNCF's fast defaults, so the
+defaults here are the accurate ones: the mixed preset (symmetric weights, asymmetric
+activations) and the full bias correction (``fast_bias_correction=False``).
+
+Activation ranges are the min/max over the whole calibration set (``ranges="minmax"``), not
+NNCF's default mean of each hyperframe's min/max. What tells a fall from a lie-down is fast
+motion, and fast motion is rare: a few calibration hyperframes in a hundred. Averaged ranges are
+set by the still ones and clip the large activations that motion produces in the early layers;
+on the synthetic demo that turns every fall into a lie-down (see the README).
+
+``max_drop`` switches to ``quantize_with_accuracy_control``, which keeps the most harmful layers
+in float until the report's top-1 is within ``max_drop`` (absolute, 0.01 = one point) of the
+float model's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import nncf
+import numpy as np
+import openvino as ov
+from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters
+from nncf.quantization.range_estimator import RangeEstimatorParametersSet
+
+from export.data import EvalData
+from export.errors import UsageError
+
+RANGES = {
+    "minmax": RangeEstimatorParametersSet.MINMAX,
+    "mean-minmax": RangeEstimatorParametersSet.MEAN_MINMAX,  # NNCF's default
+}
+PRESETS = {
+    "mixed": nncf.QuantizationPreset.MIXED,
+    "performance": nncf.QuantizationPreset.PERFORMANCE,
+}
+
+
+@dataclass(frozen=True)
+class QuantOptions:
+    subset_size: int = 300
+    preset: str = "mixed"
+    ranges: str = "minmax"  # activation ranges: a key of RANGES
+    max_drop: float | None = None  # None: plain nncf.quantize
+
+    def __post_init__(self) -> None:
+        if self.preset not in PRESETS:
+            raise UsageError(f"--preset: expected one of {list(PRESETS)}, found {self.preset!r}")
+        if self.ranges not in RANGES:
+            raise UsageError(f"--ranges: expected one of {list(RANGES)}, found {self.ranges!r}")
+        if self.subset_size < 1:
+            raise UsageError(f"--subset-size: expected >= 1, found {self.subset_size}")
+        if self.max_drop is not None and not 0 < self.max_drop < 1:
+            raise UsageError(
+                f"--max-drop: expected an absolute top-1 drop in (0, 1), e.g. 0.01 for one "
+                f"point, found {self.max_drop}"
+            )
+
+
+def quantize(model: ov.Model, data: EvalData, opts: QuantOptions) -> ov.Model:
+    calib = nncf.Dataset([x[None] for x in data.calib.x[: opts.subset_size]])
+    common: dict[str, Any] = {
+        "preset": PRESETS[opts.preset],
+        "subset_size": min(opts.subset_size, len(data.calib)),
+        "fast_bias_correction": False,
+    }
+    advanced = {"activations_range_estimator_params": RANGES[opts.ranges]}
+    with _nncf_on_stderr(logging.WARNING if opts.max_drop is None else logging.INFO):
+        if opts.max_drop is None:
+            return nncf.quantize(
+                model,
+                calib,
+                advanced_parameters=AdvancedQuantizationParameters(**advanced),
+                **common,
+            )
+        val = nncf.Dataset(_validation_items(data), lambda item: item[0])
+        return nncf.quantize_with_accuracy_control(
+            model,
+            calib,
+            val,
+            validation_fn=_top1,
+            max_drop=opts.max_drop,
+            drop_type=nncf.DropType.ABSOLUTE,
+            advanced_quantization_parameters=AdvancedQuantizationParameters(**advanced),
+            **common,
+        )
+
+
+@contextlib.contextmanager
+def _nncf_on_stderr(level: int) -> Iterator[None]:
+    """NNCF logs and draws progress bars on stdout, where this command prints its report: move
+    them to stderr. INFO for accuracy control says which layers it kept in float."""
+    log = logging.getLogger("nncf")
+    saved = log.level, [(h, h.stream) for h in log.handlers if isinstance(h, logging.StreamHandler)]
+    log.setLevel(level)
+    for h, _ in saved[1]:
+        h.setStream(sys.stderr)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        log.setLevel(saved[0])
+        for h, stream in saved[1]:
+            h.setStream(stream)
+
+
+def _validation_items(data: EvalData) -> list[tuple[np.ndarray, int]]:
+    """What the report's top-1 counts: a video (its windows as one batch) or a window."""
+    val = data.val
+    if data.video_level:
+        return [(val.x[val.clip == c], int(val.y[val.clip == c][0])) for c in np.unique(val.clip)]
+    return [(x[None], int(y)) for x, y in zip(val.x, val.y, strict=True)]
+
+
+def _top1(
+    compiled: ov.CompiledModel, items: Iterable[tuple[np.ndarray, int]]
+) -> tuple[float, list[float]]:
+    """Top-1 (a video's windows' logits averaged, as the report does) and each item's hit, as
+    quantize_with_accuracy_control expects."""
+    hits = [float(np.argmax(compiled(x)[0].mean(0)) == y) for x, y in items]
+    return (sum(hits) / len(hits) if hits else 0.0), hits

@@ -1,0 +1,62 @@
+"""ONNX export: the folded model with its input adapter inside the graph, the contract's uint8
+``[N, T, H, W, 3]`` input with a dynamic N, the spec in ``metadata_props``, checked."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from pathlib import Path
+
+import onnx
+import onnx.utils
+import torch
+from torch import nn
+
+from edge_hf.spec import HyperframeSpec, write_onnx_spec
+from models.model import HyperframeNet
+
+OPSET = 18
+INPUT, OUTPUT = "frames", "logits"
+
+
+def export_onnx(net: HyperframeNet, spec: HyperframeSpec, path: Path) -> None:
+    """The whole model: uint8 frames in, logits out, spec in the file."""
+    if not net.adapter.folded:  # scaling per pixel in the graph would cost more than conv1
+        raise ValueError("fold() the model before export")
+    example = torch.zeros(spec.input_shape(batch=2), dtype=torch.uint8)
+    model = _trace(net, example, INPUT)
+    write_onnx_spec(model, spec)
+    model.producer_name = "edge-hf export"
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+
+
+def backbone_of(model_path: Path, out: Path) -> None:
+    """The exported graph from conv1's input on: the backbone alone, on the float
+    ``[N, 3T, H, W]`` the input adapter makes. What the adapter's cost is measured against; not
+    a deliverable (no spec: the runtime will not load it)."""
+    model = onnx.shape_inference.infer_shapes(onnx.load(model_path))
+    conv1 = next(n for n in model.graph.node if n.op_type == "Conv")
+    outputs = [o.name for o in model.graph.output]
+    onnx.save(onnx.utils.Extractor(model).extract_model([conv1.input[0]], outputs), out)
+
+
+def _trace(module: nn.Module, example: torch.Tensor, input_name: str) -> onnx.ModelProto:
+    batch = torch.export.Dim("N")
+    # The exporter narrates each stage on stdout and warns about its own internals; our output
+    # is the report, so both are captured (a failure still raises with its own message).
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            module,
+            (example,),
+            dynamo=True,
+            input_names=[input_name],
+            output_names=[OUTPUT],
+            dynamic_shapes=({0: batch},),
+            opset_version=OPSET,
+            external_data=False,
+            verbose=False,
+        )
+    return program.model_proto

@@ -1,0 +1,153 @@
+"""What ``python -m export`` writes, read back by the device runtime: every format loads with the
+right spec, gives the trained model's answers, and carries its metadata."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import openvino as ov
+import pytest
+import torch
+
+from edge_hf import synth
+from edge_hf.backends import load_backend
+from edge_hf.sampler import resize_into
+from edge_hf.spec import METADATA_KEY, RT_INFO_PATH, HyperframeSpec
+from export.checkpoint import load_checkpoint
+from tests.export.conftest import SIZE
+
+FILES = {"onnx": "model.onnx", "openvino": "model.xml", "openvino-int8": "model-int8.xml"}
+
+
+def expected_spec(tiny_ckpt: Path) -> HyperframeSpec:
+    spec = load_checkpoint(tiny_ckpt).spec
+    assert spec.thresholds == {"fall": 0.8}  # the trainer's default; the export set 0.9
+    return HyperframeSpec.from_dict({**spec.to_dict(), "alert_classes": {"fall": 0.9}})
+
+
+def clip_hyperframes(name: str = "fall", seed: int = 11) -> np.ndarray:
+    """Every T=3, stride-1 window of a synthetic clip, resized as the runtime resizes."""
+    scene = synth.make_scene(name, seed=seed, size=(72, 96))
+    frame = np.zeros((72, 96, 3), np.uint8)
+    small = np.zeros((scene.length, SIZE, SIZE, 3), np.uint8)
+    for i in range(scene.length):
+        scene.render(i, frame)
+        resize_into(frame, small[i])
+    return np.stack([small[i : i + 3] for i in range(scene.length - 2)])
+
+
+def backend_logits(path: Path, x: np.ndarray) -> np.ndarray:
+    b = load_backend(path)
+    buf, out = np.zeros((1, *x.shape[1:]), np.uint8), np.zeros((1, len(b.spec.classes)), np.float32)
+    b.bind([buf], out)
+    logits = []
+    for hf in x:
+        buf[0] = hf
+        b.infer()
+        logits.append(out[0].copy())
+    return np.array(logits)
+
+
+def test_the_folder_holds_the_models_the_report_and_the_card_only(exported: Path):
+    assert sorted(p.name for p in exported.iterdir()) == [
+        "MODEL_CARD.md",
+        "model-int8.bin",
+        "model-int8.xml",
+        "model.bin",
+        "model.onnx",
+        "model.xml",
+        "report.json",
+    ]
+    assert [p.name for p in exported.parent.iterdir()] == ["tiny"]  # no staging left behind
+
+
+@pytest.mark.parametrize("fmt", list(FILES))
+def test_every_format_loads_in_the_runtime_with_the_exported_spec(exported, tiny_ckpt, fmt):
+    backend = load_backend(exported / FILES[fmt])
+    assert backend.spec == expected_spec(tiny_ckpt)
+    assert backend.name == ("onnxruntime" if fmt == "onnx" else "openvino")
+
+
+@pytest.mark.parametrize("fmt", list(FILES))
+def test_every_format_gives_the_trained_models_top1_on_a_fixed_clip(exported, tiny_ckpt, fmt):
+    x = clip_hyperframes()
+    with torch.inference_mode():
+        want = load_checkpoint(tiny_ckpt).net(torch.from_numpy(x)).numpy()
+    got = backend_logits(exported / FILES[fmt], x)
+    assert got.mean(0).argmax() == want.mean(0).argmax()  # the clip's class
+    if fmt != "openvino-int8":  # float formats: the same class for every hyperframe, too
+        assert (got.argmax(1) == want.argmax(1)).all()
+        spread = want.max() - want.min()
+        assert np.abs(got - want).max() <= 1e-4 * spread
+
+
+def test_parity_thresholds_hold_in_the_report(report: dict):
+    for fmt in ("onnx", "openvino"):
+        p = report["formats"][fmt]["parity"]
+        assert p["relative"] <= 1e-4 and p["tolerance"] == 1e-4 and p["argmax_agree"] == 1.0
+        assert report["formats"][fmt]["agree_with_torch"] == 1.0
+    assert "parity" not in report["formats"]["openvino-int8"]  # INT8 is judged by its accuracy
+
+
+def test_the_onnx_file_keeps_the_contract(exported: Path, tiny_ckpt: Path):
+    m = onnx.load(exported / "model.onnx")
+    onnx.checker.check_model(m, full_check=True)
+    assert max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx")) >= 17
+    meta = {p.key: p.value for p in m.metadata_props}
+    assert HyperframeSpec.from_json(meta[METADATA_KEY]) == expected_spec(tiny_ckpt)
+    (inp,) = m.graph.input
+    t = inp.type.tensor_type
+    assert t.elem_type == onnx.TensorProto.UINT8
+    dims = [d.dim_param or d.dim_value for d in t.shape.dim]
+    assert isinstance(dims[0], str) and dims[1:] == [3, SIZE, SIZE, 3]  # dynamic N
+
+
+@pytest.mark.parametrize("fmt", ["openvino", "openvino-int8"])
+def test_the_openvino_files_keep_the_spec_in_rt_info(exported: Path, tiny_ckpt: Path, fmt):
+    model = ov.Core().read_model(exported / FILES[fmt])
+    text = model.get_rt_info(list(RT_INFO_PATH)).astype(str)
+    assert HyperframeSpec.from_json(text) == expected_spec(tiny_ckpt)
+    fq = sum(op.get_type_name() == "FakeQuantize" for op in model.get_ordered_ops())
+    assert (fq > 10) == (fmt == "openvino-int8")
+    assert model.inputs[0].get_partial_shape()[0].is_dynamic
+
+
+def test_batches_of_any_size_run(exported: Path):
+    x = clip_hyperframes()[:5]
+    for fmt in FILES:
+        b = load_backend(exported / FILES[fmt])
+        out = np.zeros((5, 6), np.float32)
+        b.bind([np.ascontiguousarray(x)], out)
+        b.infer()
+        np.testing.assert_allclose(out, backend_logits(exported / FILES[fmt], x), atol=1e-4)
+
+
+def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
+    rows = report["formats"]
+    assert list(rows) == ["torch", "onnx", "openvino", "openvino-int8"]
+    for name, row in rows.items():
+        assert 0 <= row["top1"] <= 1 and 0 <= row["macro_f1"] <= 1
+        assert row["latency_ms"]["batch1"] > 0 and row["latency_ms"]["batch8"] > 0
+        assert (row["bytes"] > 0) == (name != "torch")
+    assert rows["openvino-int8"]["bytes"] < rows["openvino"]["bytes"] / 2
+    drop = rows["openvino-int8"]["drop"]["top1"]
+    assert drop == pytest.approx(rows["openvino"]["top1"] - rows["openvino-int8"]["top1"])
+    for engine in ("onnxruntime", "openvino"):
+        a = report["adapter"][engine]
+        assert a["adapter_ms"] == pytest.approx(a["model_ms"] - a["backbone_ms"])
+    assert report["data"]["val_videos"] == 12 and report["data"]["train_videos"] == 12
+    assert report["export"]["quantization"] == {
+        "preset": "mixed",
+        "subset_size": report["data"]["calib_windows"],
+        "fast_bias_correction": False,
+        "activation_ranges": "minmax",
+        "max_drop": None,
+    }
+    card = (exported / "MODEL_CARD.md").read_text()
+    assert report["command"].startswith("python -m export ") and report["command"] in card
+    for label in ("PyTorch (trained)", "ONNX FP32", "OpenVINO FP32", "OpenVINO INT8"):
+        assert label in card
+    assert "fall ≥ 0.9" in card and json.dumps(report)  # serialisable

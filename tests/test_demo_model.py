@@ -1,0 +1,66 @@
+"""The embedded demo model (``make demo-model``): a trained MobileNetV3 shipped as ONNX and
+OpenVINO INT8 with its report and model card, which alerts on the synthetic falls."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from edge_hf.backends import load_backend
+from edge_hf.runtime import DEMO_MODEL
+from export.demo_check import check
+from tests.conftest import ROOT
+
+DEMO = DEMO_MODEL.parent
+FILES = ["model.onnx", "model-int8.xml"]
+
+
+def test_the_openvino_ir_is_preferred_when_openvino_is_installed():
+    pytest.importorskip("openvino")
+    assert DEMO_MODEL.name == "model-int8.xml"
+    hide = (
+        "import importlib.util as u; find = u.find_spec; "
+        "u.find_spec = lambda name, *a: None if name == 'openvino' else find(name, *a); "
+        "import edge_hf.runtime as r; print(r.DEMO_MODEL.name)"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", hide], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "model.onnx"  # without openvino: onnxruntime
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_both_files_load_with_the_same_spec(name):
+    if name.endswith(".xml"):
+        pytest.importorskip("openvino")
+    spec = load_backend(DEMO / name).spec
+    assert spec.arch == "mobilenetv3_small_100" and (spec.frames, spec.stride) == (3, 1)
+    assert spec.classes == ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
+    assert spec.thresholds == {"fall": 0.8}
+    assert spec == load_backend(DEMO / "model.onnx").spec
+
+
+def test_the_report_and_card_describe_these_files():
+    report = json.loads((DEMO / "report.json").read_text())
+    assert report["export"]["shipped"] == ["onnx", "openvino-int8"]
+    for fmt in report["export"]["shipped"]:
+        row = report["formats"][fmt]
+        assert row["bytes"] == sum((DEMO / f).stat().st_size for f in row["files"])
+    assert sorted(p.name for p in DEMO.iterdir()) == sorted(
+        ["MODEL_CARD.md", "report.json", "model.onnx", "model-int8.xml", "model-int8.bin"]
+    )
+    card = (DEMO / "MODEL_CARD.md").read_text()
+    assert report["command"] in card and "fall ≥ 0.8" in card
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_it_alerts_on_the_falls_of_the_demo_story_and_nowhere_else(name):
+    if name.endswith(".xml"):
+        pytest.importorskip("openvino")
+    # seed 0 is the story `make demo` shows: a lie-down, two falls, get-ups, walks
+    tally = check(DEMO / name, seeds=1, frames=903, cooldown=1.0, thresholds=[])
+    assert tally.falls == 2 and tally.hits == 2 and tally.false == []
