@@ -7,12 +7,15 @@ the gates are ratios between them, never absolute times:
 
 - end to end at hop h <= 1.15 x (decode + inference / h), decode being OpenCV's grab + retrieve of
   every frame and inference the raw backend call;
-- the runtime's inference step (bound buffers) <= 1.10 x a raw ``session.run`` of the same
-  onnxruntime session on the same model.
+- the runtime's inference step (bound buffers) <= 1.10 x a plain call of the same engine on the
+  same model (``session.run`` / ``request.infer`` with a feed dict).
+
+Both shipped demo models are measured: ONNX on onnxruntime, the INT8 IR on OpenVINO.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import threading
 import time
@@ -24,11 +27,12 @@ import onnxruntime as ort
 import pytest
 
 from edge_hf import synth
-from edge_hf.runtime import DEMO_MODEL, RunConfig, Runtime
+from edge_hf.runtime import RunConfig, Runtime
 from edge_hf.sources import SourceOptions
 from tests.live import write_h264_clip
 
 ROUNDS = 7
+DEMO_DIR = Path(__file__).resolve().parent.parent / "edge_hf" / "assets" / "demo"
 FRAMES = 250  # 10 s at 25 fps
 
 
@@ -69,19 +73,29 @@ def decode_ms(clip: Path) -> float:
     return dt * 1000 / n
 
 
-def raw_inference_ms(session: ort.InferenceSession, x: np.ndarray, calls: int = 300) -> float:
-    feed = {session.get_inputs()[0].name: x}
+def raw_call(rt: Runtime, x: np.ndarray):
+    """The plain way to call the runtime's own engine: ``session.run`` with a feed dict, or a
+    request's ``infer`` with one, each returning fresh outputs."""
+    if rt.backend.name == "onnxruntime":
+        session: ort.InferenceSession = rt.backend.session
+        feed = {session.get_inputs()[0].name: x}
+        return lambda: session.run(None, feed)
+    request = rt.backend.compiled.create_infer_request()
+    return lambda: request.infer({0: x})
+
+
+def raw_inference_ms(call, calls: int = 300) -> float:
     t0 = time.perf_counter()
     for _ in range(calls):
-        session.run(None, feed)
+        call()
     return (time.perf_counter() - t0) * 1000 / calls
 
 
-def runtime_ms(clip: Path, every: int) -> tuple[float, float]:
+def runtime_ms(clip: Path, every: int, model: Path) -> tuple[float, float]:
     """edge-hf end to end on the file (--fast: every hyperframe processed); returns ms per
     source frame and the runtime's own median inference step."""
     cfg = RunConfig(
-        cameras=(str(clip),), model=DEMO_MODEL, every=every, source_opts=SourceOptions(fast=True)
+        cameras=(str(clip),), model=model, every=every, source_opts=SourceOptions(fast=True)
     )
     rt = Runtime(cfg, [NullSink()], threading.Event())
     t0 = time.perf_counter()
@@ -99,23 +113,36 @@ def runtime_step_ms(rt: Runtime, calls: int = 300) -> float:
     return (time.perf_counter() - t0) * 1000 / calls
 
 
-def test_runtime_against_its_parts(benchmark, clip_576p: Path):
-    cfg = RunConfig(cameras=("synth://walk_left?frames=10",), model=DEMO_MODEL)
+MODELS = [
+    pytest.param(DEMO_DIR / "model.onnx", id="onnxruntime-fp32"),
+    pytest.param(
+        DEMO_DIR / "model-int8.xml",
+        id="openvino-int8",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("openvino") is None, reason="no openvino"
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_runtime_against_its_parts(benchmark, clip_576p: Path, model: Path):
+    cfg = RunConfig(cameras=("synth://walk_left?frames=10",), model=model)
     rt = Runtime(cfg, [NullSink()], threading.Event())
-    session: ort.InferenceSession = rt.backend.session  # the same session, called the plain way
     x = np.random.default_rng(0).integers(0, 256, (1, 3, 160, 160, 3), np.uint8)
     rt.inputs[0][:] = x
-    raw_inference_ms(session, x, 50)  # warm-up
+    raw = raw_call(rt, x)
+    raw_inference_ms(raw, 50)  # warm-up
     rows: dict[str, list[float]] = {k: [] for k in ("decode", "raw", "step", "hop1", "hop5")}
     for _ in range(ROUNDS):
         rows["decode"].append(decode_ms(clip_576p))
-        rows["raw"].append(raw_inference_ms(session, x))
+        rows["raw"].append(raw_inference_ms(raw))
         rows["step"].append(runtime_step_ms(rt))
-        rows["hop1"].append(runtime_ms(clip_576p, 1)[0])
-        rows["hop5"].append(runtime_ms(clip_576p, 5)[0])
+        rows["hop1"].append(runtime_ms(clip_576p, 1, model)[0])
+        rows["hop5"].append(runtime_ms(clip_576p, 5, model)[0])
     m = {k: statistics.median(v) for k, v in rows.items()}
     # pytest-benchmark's own record: the end-to-end run at hop 1
-    benchmark.pedantic(runtime_ms, args=(clip_576p, 1), rounds=3, iterations=1)
+    benchmark.pedantic(runtime_ms, args=(clip_576p, 1, model), rounds=3, iterations=1)
     # Ratios within each round (its parts measured seconds apart), then the median round.
     per_round = {
         "hop1 / (decode + raw)": [
