@@ -46,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     table = "; ".join(f"{f.name}: {f.about}" for f in FORMATS)
     p = _Parser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", type=Path, help="runs/NAME/best.pt from python -m models.train")
-    p.add_argument("--formats", default="onnx,openvino,openvino-int8", help=table)
+    p.add_argument(
+        "--formats", default="onnx,openvino,openvino-int8", help=f"default: all. {table}"
+    )
     p.add_argument("--out", type=Path, help="output folder (default: export/ beside CHECKPOINT)")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
     p.add_argument(
@@ -72,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CLASS=P",
         help="set a default alert threshold in the exported spec; repeatable",
     )
-    p.add_argument("--repeats", type=int, default=50, help="timed runs per latency figure")
+    p.add_argument("--repeats", type=int, default=100, help="timed runs per latency figure")
     return p
 
 

@@ -97,6 +97,9 @@ def card_lines(r: dict) -> list[str]:
         "```sh",
         r["command"],
         "```",
+        "",
+        "The checkpoint came from `python -m models.train` with the training configuration "
+        "recorded in report.json (`checkpoint.config`).",
     ]
     return lines
 

@@ -26,8 +26,10 @@ from models.metrics import confusion, summary
 # max |logit difference| relative to the trained model's logit range on the validation set
 PARITY_TOL = 1e-4
 PARITY_TOL_FP16 = 1e-2  # --fp16 rounds every weight to 11 significant bits
+FIX = "the exported graph differs from the trained model: please report it with the checkpoint"
 BATCH = 8
 WARMUP = 5
+ROUNDS = 10  # latency: every format is timed in turn, this many times
 
 
 # ---- logits ----------------------------------------------------------------------------------
@@ -57,24 +59,30 @@ def backend_logits(path: Path, x: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 # ---- parity and accuracy ---------------------------------------------------------------------
-def check_parity(reference: np.ndarray, got: np.ndarray, name: str, tol: float) -> dict:
+def check_parity(
+    reference: np.ndarray, got: np.ndarray, name: str, tol: float, fix: str = FIX
+) -> dict:
     """Raise ParityError unless ``got`` is within ``tol`` of the reference's logit range and picks
-    the same class for every hyperframe."""
+    the same class for every hyperframe, except a near-tie: one whose top two logits are closer
+    than twice the allowed difference may go either way."""
     spread = float(reference.max() - reference.min()) or 1.0
     diff = float(np.abs(got - reference).max())
     same = reference.argmax(1) == got.argmax(1)
+    top2 = np.sort(reference, axis=1)[:, -2:]
+    decided = top2[:, 1] - top2[:, 0] > 2 * tol * spread
     result = {
         "max_abs": diff,
         "relative": diff / spread,
         "tolerance": tol,
         "argmax_agree": float(same.mean()),
+        "near_ties": int((~decided).sum()),
     }
-    if diff / spread > tol or not same.all():
+    changed = int((~same & decided).sum())
+    if diff / spread > tol or changed:
         raise ParityError(
             f"parity failed for {name}: max |logit difference| {diff:.3g} is "
             f"{diff / spread:.2g} of the logit range {spread:.3g} (allowed {tol:g}), "
-            f"{int((~same).sum())} of {len(same)} validation hyperframes change class; the "
-            "exported graph differs from the trained model: report it with the checkpoint"
+            f"{changed} of {len(same)} validation hyperframes change class; {fix}"
         )
     return result
 
@@ -98,29 +106,42 @@ def accuracy(logits: np.ndarray, val: Hyperframes, video_level: bool, classes) -
 
 
 # ---- latency ---------------------------------------------------------------------------------
-def median_ms(step: Callable[[], object], repeats: int) -> float:
-    for _ in range(WARMUP):
-        step()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000.0
+Step = Callable[[], object]
 
 
-def torch_latency(net: torch.nn.Module, x: np.ndarray, repeats: int) -> float:
+def interleaved_ms(steps: dict[str, Step], repeats: int, rounds: int = ROUNDS) -> dict[str, float]:
+    """Median ms of each step over ``repeats`` timed calls, taken in ``rounds`` interleaved
+    rounds so that other work on the machine slows every step alike, not whichever ran then."""
+    for step in steps.values():
+        for _ in range(WARMUP):
+            step()
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    per_round = max(1, -(-repeats // rounds))
+    for _ in range(rounds):
+        for key, step in steps.items():
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                step()
+                times[key].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) * 1000.0 for k, v in times.items()}
+
+
+def torch_step(net: torch.nn.Module, x: np.ndarray) -> Step:
     xt = torch.from_numpy(np.ascontiguousarray(x))
-    with torch.inference_mode():
-        return median_ms(lambda: net(xt), repeats)
+
+    def step() -> None:
+        with torch.inference_mode():
+            net(xt)
+
+    return step
 
 
-def backend_latency(path: Path, x: np.ndarray, n_classes: int, repeats: int) -> tuple[float, dict]:
-    """Median ms of one ``infer()`` of the runtime's backend on ``x``, with its engine details."""
+def backend_step(path: Path, x: np.ndarray, n_classes: int) -> tuple[Step, dict]:
+    """One ``infer()`` of the runtime's own backend on ``x``, and its engine details."""
     b = load_backend(path)
     buf, out = np.ascontiguousarray(x), np.zeros((len(x), n_classes), np.float32)
     b.bind([buf], out)
-    return median_ms(b.infer, repeats), b.describe()
+    return b.infer, b.describe()
 
 
 def adapter_cost(model: Path, backbone: Path, x: np.ndarray, repeats: int) -> dict:
@@ -128,14 +149,18 @@ def adapter_cost(model: Path, backbone: Path, x: np.ndarray, repeats: int) -> di
     float [1, 3T, H, W] it would otherwise need), run identically, on onnxruntime and OpenVINO."""
     n, t, h, w, c = x.shape
     xf = np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, t * c, h, w), np.float32)
+    steps = {}
+    for engine, make in (("onnxruntime", _ort_step), ("openvino", _ov_step)):
+        steps[f"{engine} model"], steps[f"{engine} backbone"] = make(model, x), make(backbone, xf)
+    ms = interleaved_ms(steps, repeats)
     result = {}
-    for engine, timer in (("onnxruntime", _ort_ms), ("openvino", _ov_ms)):
-        full, bare = timer(model, x, repeats), timer(backbone, xf, repeats)
+    for engine in ("onnxruntime", "openvino"):
+        full, bare = ms[f"{engine} model"], ms[f"{engine} backbone"]
         result[engine] = {"model_ms": full, "backbone_ms": bare, "adapter_ms": full - bare}
     return result
 
 
-def _ort_ms(path: Path, x: np.ndarray, repeats: int) -> float:
+def _ort_step(path: Path, x: np.ndarray) -> Step:
     so = ort.SessionOptions()  # as the runtime's backend: one thread, no spinning
     so.intra_op_num_threads = so.inter_op_num_threads = 1
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -143,10 +168,10 @@ def _ort_ms(path: Path, x: np.ndarray, repeats: int) -> float:
     binding = s.io_binding()
     binding.bind_cpu_input(s.get_inputs()[0].name, x)
     binding.bind_output(s.get_outputs()[0].name, "cpu")
-    return median_ms(lambda: s.run_with_iobinding(binding), repeats)
+    return lambda: s.run_with_iobinding(binding)
 
 
-def _ov_ms(path: Path, x: np.ndarray, repeats: int) -> float:
+def _ov_step(path: Path, x: np.ndarray) -> Step:
     compiled = ov.Core().compile_model(str(path), "CPU", {"PERFORMANCE_HINT": "LATENCY", **F32})
     request = compiled.create_infer_request()
     request.set_input_tensor(0, ov.Tensor(x, shared_memory=True))
@@ -155,4 +180,4 @@ def _ov_ms(path: Path, x: np.ndarray, repeats: int) -> float:
         request.start_async()
         request.wait()
 
-    return median_ms(step, repeats)
+    return step

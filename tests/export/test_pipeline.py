@@ -151,3 +151,22 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
     for label in ("PyTorch (trained)", "ONNX FP32", "OpenVINO FP32", "OpenVINO INT8"):
         assert label in card
     assert "fall ≥ 0.9" in card and json.dumps(report)  # serialisable
+
+
+def test_fp16_weights_halve_the_ir_within_their_own_tolerance(tiny_ckpt: Path, tmp_path: Path):
+    from export.__main__ import main
+
+    out = tmp_path / "fp16"
+    assert main([str(tiny_ckpt), "--formats", "openvino", "--fp16", "--out", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    row = report["formats"]["openvino"]
+    assert row["precision"] == "fp16 weights" and row["parity"]["tolerance"] == 1e-2
+    assert row["bytes"] < report["formats"]["onnx"]["bytes"] * 0.6
+    assert sorted(p.name for p in out.iterdir()) == [
+        "MODEL_CARD.md",
+        "model.bin",
+        "model.xml",
+        "report.json",
+    ]
+    assert "OpenVINO, FP16 weights" in (out / "MODEL_CARD.md").read_text()
+    assert load_backend(out / "model.xml").spec == load_checkpoint(tiny_ckpt).spec
