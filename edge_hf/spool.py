@@ -81,22 +81,13 @@ class Spool:
 
     def put(self, topic: str, payload: bytes) -> int:
         """Store one message durably (committed and fsynced) and return its id."""
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                cur = db.execute(
-                    "INSERT INTO outbox (created, topic, payload) VALUES (?, ?, ?)",
-                    (time.time(), topic, payload),
-                )
-                self.depth, self.size = self.depth + 1, self.size + len(payload)
-                dropped = self._enforce_limits(cur.lastrowid)
-                db.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
-                self._recount()
-                raise
+        with self._transaction() as db:
+            cur = db.execute(
+                "INSERT INTO outbox (created, topic, payload) VALUES (?, ?, ?)",
+                (time.time(), topic, payload),
+            )
+            self.depth, self.size = self.depth + 1, self.size + len(payload)
+            dropped = self._enforce_limits(cur.lastrowid)
         if dropped:
             self._warn_dropped(dropped)
         return cur.lastrowid
@@ -145,23 +136,30 @@ class Spool:
         ids = list(ids)
         if not ids:
             return 0
+        gone = 0
+        with self._transaction() as db:
+            for i in ids:
+                for (n,) in db.execute(
+                    "DELETE FROM outbox WHERE id = ? RETURNING length(payload)", (i,)
+                ).fetchall():
+                    gone, self.depth, self.size = gone + 1, self.depth - 1, self.size - n
+        return gone
+
+    @contextlib.contextmanager
+    def _transaction(self):
+        """One committed write transaction under the lock; on any failure roll back and
+        recount, so depth and size never drift from the disk."""
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
-                gone = 0
-                for i in ids:
-                    for (n,) in db.execute(
-                        "DELETE FROM outbox WHERE id = ? RETURNING length(payload)", (i,)
-                    ).fetchall():
-                        gone, self.depth, self.size = gone + 1, self.depth - 1, self.size - n
+                yield db
                 db.execute("COMMIT")
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
                 self._recount()
                 raise
-        return gone
 
     def _recount(self) -> None:
         with contextlib.suppress(sqlite3.Error):
