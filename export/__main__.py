@@ -9,7 +9,7 @@ and ``MODEL_CARD.md``, all or nothing. Errors are one line on stderr with an exi
 
 0 ok · 1 a bug (traceback) · 2 bad usage · 3 checkpoint (missing, not ours, no spec) ·
 4 calibration data (missing, empty, other classes) · 5 output folder not empty (use --force) ·
-6 parity: an exported model disagrees with the trained one
+6 parity: an exported model disagrees with the trained one · 130 interrupted (nothing written)
 """
 
 from __future__ import annotations
@@ -117,6 +117,8 @@ def options(argv: list[str]):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     logging.basicConfig(level=logging.WARNING, format="export: %(levelname)s %(message)s")
+    # NNCF imports torch's C++ extension helper, which warns that this CPU box has no CUDA
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
     try:
         opts = options(argv)
         from export.pipeline import run
@@ -125,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     except ExportError as e:
         print(f"export: error: {e}", file=sys.stderr)
         return e.exit_code
+    except KeyboardInterrupt:
+        print("export: interrupted; nothing was written", file=sys.stderr)
+        return 130
     print(summary(report, opts.out))
     return 0
 
