@@ -165,6 +165,16 @@ def test_openvino_backend_refuses_a_wrong_suffix(models, tmp_path):
         load_backend(models["xml"], "onnxruntime")
 
 
+def test_providers_with_an_openvino_model_are_refused(models):
+    from edge_hf.backends import BackendOptions
+
+    with pytest.raises(
+        UsageError,
+        match=r"--providers cuda: execution providers are onnxruntime's, but m.xml runs on openvino",
+    ):
+        load_backend(models["xml"], "auto", BackendOptions(providers=("cuda",)))
+
+
 def test_unavailable_provider_is_named():
     assert resolve_providers(("cpu",)) == ["CPUExecutionProvider"]
     with pytest.raises(

@@ -30,6 +30,11 @@ def load_backend(path: Path, choice: str = "auto", opts: BackendOptions | None =
             )
     if choice not in BACKENDS:
         raise UsageError(f"--backend {choice!r}: expected one of {['auto', *BACKENDS]}")
+    if opts.providers and choice != "onnxruntime":
+        raise UsageError(
+            f"--providers {','.join(opts.providers)}: execution providers are onnxruntime's, but "
+            f"{path.name} runs on {choice}; pass a .onnx model (or --backend onnxruntime)"
+        )
     module, cls, suffixes, extra = BACKENDS[choice]
     if path.suffix.lower() not in suffixes:
         raise ModelError(
