@@ -1,9 +1,7 @@
 """Procedural video scenes of a simple figure in which one frame is ambiguous and motion is not.
 
-Used live by the runtime's ``synth://NAME`` source and by the trainer to write datasets.
-numpy and OpenCV only (never torch).
-
-Scenes (``SCENES``): the six ``ACTIONS`` come in look-alike pairs
+Used live by the runtime's ``synth://NAME`` source and by the trainer to write datasets (numpy
+and OpenCV only). Scenes (``SCENES``): the six ``ACTIONS`` come in look-alike pairs
 
 - ``walk_left`` / ``walk_right``: a side-on walker with a symmetric gait and no facing cue; the
   walk_left clip is the mirror image of the walk_right clip with the same seed (background aside).
@@ -24,7 +22,6 @@ Every frame of an action scene carries the action's name (``segments()`` is one 
 - ``lie_down`` the same path, slowly; should not alert
 - ``lying``    lying still on the floor
 - ``get_up``   the lie-down path in reverse, slowly
-
 Each loop holds two falls and one lie-down in a seed-dependent order and ends where it starts.
 
 All variation comes from :class:`SceneParams`, sampled deterministically from the seed; frame ``i``

@@ -13,8 +13,7 @@ from tests.conftest import ROOT
 SCRIPT = r"""
 import importlib, pkgutil, sys
 import edge_hf
-names = [m.name for m in pkgutil.walk_packages(edge_hf.__path__, "edge_hf.")
-         if m.name != "edge_hf.__main__"]  # that one runs the CLI; it imports edge_hf.cli
+names = [m.name for m in pkgutil.walk_packages(edge_hf.__path__, "edge_hf.")]
 for name in names:
     importlib.import_module(name)
 heavy = sorted(n for n in ("torch", "timm", "torchvision", "nncf") if n in sys.modules)
