@@ -52,11 +52,13 @@ def fall_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess[str]:
-    """``edge-hf ARGS`` as a real subprocess of this interpreter."""
+def run_module(
+    module: str, *args: str, timeout: float = 120, **kw
+) -> subprocess.CompletedProcess[str]:
+    """``python -m MODULE ARGS`` as a real subprocess of this interpreter, from the checkout."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "edge_hf", *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -64,6 +66,22 @@ def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProce
         env=env,
         **kw,
     )
+
+
+def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess[str]:
+    """``edge-hf ARGS`` as a real subprocess of this interpreter."""
+    return run_module("edge_hf", *args, timeout=timeout, **kw)
+
+
+@pytest.fixture(scope="session")
+def tiny_actions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six classes, four clips each in groups of two (UCF101 layout: group 1 is the test split),
+    72x96: 12 training and 12 validation videos."""
+    from models.synthdata import write_action_dataset  # numpy + OpenCV only
+
+    root = tmp_path_factory.mktemp("actions")
+    write_action_dataset(root, 4, (72, 96), seed=3)
+    return root
 
 
 class EdgeHF:

@@ -5,9 +5,7 @@ command in a subprocess; the other tests read what it wrote."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,28 +13,19 @@ import pytest
 for _mod in ("torch", "timm", "onnx", "openvino", "nncf"):
     pytest.importorskip(_mod, reason="export needs the [train] extra (torch, timm, openvino, nncf)")
 
-from models.synthdata import write_action_dataset  # noqa: E402
-from tests.conftest import ROOT  # noqa: E402
+from tests.conftest import run_module  # noqa: E402
 
 SIZE = 64
 EXPORT_ARGS = ["--formats", "onnx,openvino,openvino-int8", "--threshold", "fall=0.9"]
 
 
 @pytest.fixture(scope="session")
-def tiny_data(tmp_path_factory) -> Path:
-    """Six classes, four clips each (UCF101 layout): 12 training and 12 validation videos."""
-    root = tmp_path_factory.mktemp("actions")
-    write_action_dataset(root, 4, (72, 96), seed=3)
-    return root
-
-
-@pytest.fixture(scope="session")
-def tiny_ckpt(tiny_data: Path, tmp_path_factory) -> Path:
+def tiny_ckpt(tiny_actions: Path, tmp_path_factory) -> Path:
     from models.config import parse
     from models.train import train
 
     tmp = tmp_path_factory.mktemp("train")
-    argv = ["--recipe", "realtime-cpu", "--data", str(tiny_data), "--size", str(SIZE)]
+    argv = ["--recipe", "realtime-cpu", "--data", str(tiny_actions), "--size", str(SIZE)]
     argv += ["--epochs", "2", "--batch", "8", "--samples-per-clip", "2", "--name", "tiny"]
     argv += ["--out", str(tmp / "runs"), "--cache", str(tmp / "cache")]
     train(parse(argv))
@@ -45,15 +34,7 @@ def tiny_ckpt(tiny_data: Path, tmp_path_factory) -> Path:
 
 def run_export(*args: str) -> subprocess.CompletedProcess[str]:
     """``python -m export ARGS`` as a real subprocess of this interpreter."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "export", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-    )
+    return run_module("export", *args, timeout=300)
 
 
 @pytest.fixture(scope="session")

@@ -115,10 +115,10 @@ CASES = [
 
 @pytest.mark.parametrize(("argv", "code", "needle"), CASES)
 def test_bad_input_is_one_line_and_an_exit_code(
-    capsys, tmp_path, tiny_ckpt, tiny_data, argv, code, needle
+    capsys, tmp_path, tiny_ckpt, tiny_actions, argv, code, needle
 ):
     out = tmp_path / "out"
-    got, err = run(capsys, *argv(tmp_path, tiny_ckpt, tiny_data), "--out", out)
+    got, err = run(capsys, *argv(tmp_path, tiny_ckpt, tiny_actions), "--out", out)
     assert (got, len(err)) == (code, 1), err
     assert err[0].startswith("export: error: ") and needle in err[0], err[0]
     assert not out.exists()

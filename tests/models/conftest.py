@@ -9,15 +9,7 @@ import pytest
 pytest.importorskip("torch", reason="the trainer needs the [train] extra (torch, timm)")
 pytest.importorskip("timm", reason="the trainer needs the [train] extra (torch, timm)")
 
-from models.synthdata import write_action_dataset, write_streams  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def tiny_actions(tmp_path_factory) -> Path:
-    """Six classes, four clips each in groups of two (UCF101 layout: group 1 is the test split)."""
-    root = tmp_path_factory.mktemp("actions")
-    write_action_dataset(root, 4, (72, 96), seed=3)
-    return root
+from models.synthdata import write_streams  # noqa: E402
 
 
 @pytest.fixture(scope="session")

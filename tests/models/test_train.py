@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,7 @@ from edge_hf.spec import HyperframeSpec
 from models.config import parse
 from models.data import DataError
 from models.model import build
-from tests.conftest import ROOT
+from tests.conftest import run_module
 
 TINY = [
     "--recipe",
@@ -33,19 +31,8 @@ TINY = [
 
 
 def train(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "models.train",
-        *TINY,
-        "--out",
-        str(tmp / "runs"),
-        "--cache",
-        str(tmp / "cache"),
-        *args,
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    out = ["--out", str(tmp / "runs"), "--cache", str(tmp / "cache")]
+    return run_module("models.train", *TINY, *out, *args, timeout=300)
 
 
 @pytest.fixture(scope="module")
