@@ -31,7 +31,7 @@ class Hyperframes:
 class EvalData:
     root: Path
     calib: Hyperframes  # from the training split, shuffled, at most `subset` windows
-    val: Hyperframes  # from the validation split, every evaluation window
+    val: Hyperframes  # the held-out test split (the trainer never chose anything on it)
     video_level: bool  # one label per video: accuracy is per video, as the trainer reports it
     videos: tuple[int, int]  # (training, validation) videos
 
@@ -39,7 +39,10 @@ class EvalData:
 def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: int) -> EvalData:
     try:
         ds = datasets.load(
-            root, int(config.get("seed", 0)), float(config.get("val_fraction", 0.25))
+            root,
+            int(config.get("seed", 0)),
+            float(config.get("val_fraction", 0.25)),
+            float(config.get("test_fraction", 0.2)),
         )
     except datasets.DataError as e:
         raise DataError(f"calibration data: {e}; pass --calib DATASET") from None
@@ -51,11 +54,12 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
         )
     # a folder-per-class dataset lists its classes alphabetically: relabel in the model's order
     relabel = np.array([spec.classes.index(c) for c in ds.classes])
-    for split, videos in (("training", ds.train), ("validation", ds.val)):
+    held = ds.test or ds.val  # a dataset written without a test split: its validation part
+    for split, videos in (("training", ds.train), ("test", held)):
         if not videos:
             raise DataError(
                 f"calibration data {root} has no {split} videos; INT8 calibration needs training "
-                "videos and the accuracy report needs validation videos"
+                "videos and the accuracy report needs test videos"
             )
     cache = FrameCache(Path(config.get("cache", ".cache/frames")), spec.size, spec.interpolation)
     abnormal = frozenset(ds.classes.index(c) for c in config.get("abnormal", ()) if c in ds.classes)
@@ -70,9 +74,9 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
         return EvalSet(w, clips)
 
     calib = _take(windows(ds.train), relabel, subset, np.random.default_rng(0))
-    val = _take(windows(ds.val), relabel, None, None)
-    video_level = all(isinstance(v.labels, int) for v in ds.val)
-    return EvalData(root, calib, val, video_level, (len(ds.train), len(ds.val)))
+    val = _take(windows(held), relabel, None, None)
+    video_level = all(isinstance(v.labels, int) for v in held)
+    return EvalData(root, calib, val, video_level, (len(ds.train), len(held)))
 
 
 def _take(

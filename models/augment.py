@@ -66,14 +66,16 @@ def augment(
     flip_map: dict[int, int] | None,
 ) -> tuple[np.ndarray, int]:
     """``frames`` [T, H, W, 3] uint8 -> a new augmented array and the (possibly flipped) label.
-    ``flip_map`` None forbids flips; otherwise a flip turns ``label`` into ``flip_map.get(label, label)``."""
+    ``flip_map`` None forbids flips; otherwise a flip turns ``label`` into ``flip_map.get(label,
+    label)``, and a -1 there forbids flipping samples of that class (see models.flips)."""
     if cfg.mode == "none":
         return np.array(frames), label
     t, h, w, _ = frames.shape
     out = np.empty_like(frames)
-    draws = [draw(rng, h, w, cfg, flip_map is not None)]
+    can_flip = flip_map is not None and flip_map.get(label, label) >= 0
+    draws = [draw(rng, h, w, cfg, can_flip)]
     if cfg.mode == "per-frame":
-        draws += [draw(rng, h, w, cfg, flip_map is not None) for _ in range(t - 1)]
+        draws += [draw(rng, h, w, cfg, can_flip) for _ in range(t - 1)]
     for i in range(t):
         apply(frames[i], draws[min(i, len(draws) - 1)], out[i])
     if draws[0].flip:  # per-frame: the label follows the first frame's flip

@@ -42,6 +42,10 @@ class TrainConfig:
     label_strategy: str = "video"
     abnormal: tuple[str, ...] = ("fall",)  # classes that count for window-any
     val_fraction: float = 0.25
+    test_fraction: float = 0.2
+    flip: str = "auto"
+    patience: int = 0
+    time_limit: float = 0.0
     baseline: bool = False  # also train T=1 on the same data and report both
     resume: bool = False
     workers: int = 0
@@ -66,6 +70,10 @@ class TrainConfig:
                 "epochs/batch/samples_per_clip",
                 ">= 1",
             ),
+            (self.patience >= 0, "patience", "a whole number of epochs >= 0 (0: off)"),
+            (self.time_limit >= 0, "time_limit", "minutes >= 0 (0: none)"),
+            (0 <= self.val_fraction < 1, "val_fraction", "a fraction in [0, 1)"),
+            (0 <= self.test_fraction < 1, "test_fraction", "a fraction in [0, 1)"),
         ]
         for ok, key, expected in checks:
             if not ok:
@@ -78,6 +86,42 @@ class TrainConfig:
 
 
 FIELDS = {f.name: f for f in fields(TrainConfig)}
+
+HELP = {
+    "data": "dataset folder: folder per class, UCF101 layout, or segments.csv",
+    "name": "run name: results go to OUT/NAME (default: from the data and T/stride/aug)",
+    "recipe": "a recipe in models/recipes (realtime-cpu, ...) or a .toml path; flags override it",
+    "arch": "timm backbone name, e.g. mobilenetv3_small_100",
+    "frames": "T: frames per hyperframe",
+    "stride": "source frames between the hyperframe's frames",
+    "size": "input height and width in pixels (frames are squashed to size x size)",
+    "batch": "samples per training step",
+    "epochs": "at most this many epochs (the cosine schedule spans them)",
+    "optimizer": "adamw or sgd (momentum 0.9)",
+    "lr": "peak learning rate",
+    "weight_decay": "weight decay",
+    "warmup_epochs": "epochs of linear learning-rate warm-up",
+    "samples_per_clip": "random hyperframes per training clip per epoch",
+    "eval_clips": "evenly spaced windows per evaluation video; their logits are averaged",
+    "aug": "augmentation: sync (one draw per hyperframe), per-frame (the broken ablation), none",
+    "inflation": "how 3-channel conv1 weights become 3T channels: tile-scaled, tile, mean, random",
+    "pretrained": "3-channel weights for the backbone: a local file, or a URL when online",
+    "stem_bn": "add a BatchNorm on the stacked input (seed article, pitfall 3)",
+    "label_strategy": "window labels for frame-level segments: video, center, window-any",
+    "abnormal": "classes that count as abnormal for window-any",
+    "val_fraction": "part of the training videos held out to pick the epoch and stop",
+    "test_fraction": "part of all videos held out as the test split (layouts without a test list)",
+    "flip": "horizontal-flip labels: auto (flip.json, else pair left/right names), none, or a JSON file",
+    "patience": "stop after this many epochs without validation improvement (0: never)",
+    "time_limit": "stop after the epoch that passes this many minutes of training (0: none)",
+    "baseline": "also train T=1 (single frame) the same way and report both",
+    "resume": "continue OUT/NAME/last.pt",
+    "workers": "DataLoader worker processes",
+    "seed": "seed for splits, sampling and initialisation",
+    "device": "auto, cpu, cuda, cuda:N",
+    "out": "folder for runs",
+    "cache": "folder for the decoded-frame cache",
+}
 
 
 def read_recipe(name: str) -> dict[str, Any]:
@@ -99,13 +143,15 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
         prog="python -m models.train", description="Train a hyperframe model."
     )
     for f in fields(TrainConfig):
-        flag = "--" + f.name.replace("_", "-")
+        flag, text = "--" + f.name.replace("_", "-"), HELP[f.name]
         if f.type == "bool":
-            ap.add_argument(flag, action="store_true", default=None)
+            ap.add_argument(flag, action="store_true", default=None, help=text)
         elif f.name == "abnormal":
-            ap.add_argument(flag, nargs="+", default=None)
+            ap.add_argument(flag, nargs="+", default=None, help=f"{text} (default: fall)")
         else:
-            ap.add_argument(flag, type={"int": int, "float": float}.get(f.type, str), default=None)
+            kind = {"int": int, "float": float}.get(f.type, str)
+            default = "" if f.default in ("", 0, 0.0) else f" (default: {f.default})"
+            ap.add_argument(flag, type=kind, default=None, help=text + default)
     args = {k: v for k, v in vars(ap.parse_args(argv)).items() if v is not None}
     values = read_recipe(args["recipe"]) if args.get("recipe") else {}
     values.update(args)

@@ -3,6 +3,12 @@
 Layouts: UCF101 (``classInd.txt`` + ``trainlist01.txt``/``testlist01.txt``), a plain folder per
 class (seeded split), or frame-level segments (``segments.csv``: video,start_frame,end_frame,label,
 with an optional ``classes.txt`` listing the allowed labels in logit order).
+Splits: ``train`` fits the weights, ``val`` (carved from the training videos) picks the epoch
+and decides when to stop, ``test`` is reported and never looked at while training: UCF101's test
+list, or a seeded part of the videos for the other layouts. Clips named as UCF101 names them
+(``v_<class>_gNN_cMM``) are split by group, so clips of one group (same actor, same scene) never
+straddle two splits.
+
 Label strategies (how a window of frames gets one label):
 
 - ``video``: the clip's label (folder datasets), or the label most frames of the window carry;
@@ -15,6 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,27 +45,42 @@ class Dataset:
     root: Path
     classes: tuple[str, ...]
     train: tuple[Video, ...]
-    val: tuple[Video, ...]
-    flip: dict[str, str] | None  # horizontal-flip label map; None: never flip
+    val: tuple[Video, ...]  # carved from the training videos: picks the epoch
+    test: tuple[Video, ...]  # held out: reported, never used to choose anything
+    flip: dict[str, str] | None  # flip.json: label map; None (null): never flip
+    flip_declared: bool = False  # the dataset has a flip.json (see models.flips)
 
 
-def load(root: Path, seed: int = 0, val_fraction: float = 0.25) -> Dataset:
+@dataclass(frozen=True)
+class Fractions:
+    """Parts of the videos for the layouts without a test list: ``test`` of all videos, then
+    ``val`` of the rest (UCF101: ``val`` of the training list)."""
+
+    val: float = 0.25
+    test: float = 0.2
+
+
+def load(
+    root: Path, seed: int = 0, val_fraction: float = 0.25, test_fraction: float = 0.2
+) -> Dataset:
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"dataset folder {root} does not exist")
+    fr = Fractions(val_fraction, test_fraction)
     flip = _flip_map(root)
     if (root / "segments.csv").is_file():
-        return _segments(root, seed, val_fraction, flip)
+        return _segments(root, seed, fr, flip)
     if (root / "classInd.txt").is_file():
-        return _ucf101(root, flip)
-    return _folders(root, seed, val_fraction, flip)
+        return _ucf101(root, seed, fr, flip)
+    return _folders(root, seed, fr, flip)
 
 
-def _flip_map(root: Path) -> dict[str, str] | None:
-    """``flip.json``: {} or absent = flipping keeps labels; {"a": "b", ...} swaps; null = no flip."""
+def _flip_map(root: Path) -> dict[str, str] | None | bool:
+    """``flip.json``: {} keeps labels, {"a": "b", ...} swaps, null forbids flips; False: absent
+    (models.flips decides)."""
     f = root / "flip.json"
     if not f.is_file():
-        return {}
+        return False
     try:
         return json.loads(f.read_text())
     except ValueError as e:
@@ -67,31 +89,59 @@ def _flip_map(root: Path) -> dict[str, str] | None:
         ) from None
 
 
-def _folders(root: Path, seed: int, val_fraction: float, flip) -> Dataset:
+def _make(root: Path, classes, splits, flip) -> Dataset:
+    declared = flip is not False
+    return Dataset(root, tuple(classes), *splits, flip if declared else None, declared)
+
+
+def _folders(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
     classes = tuple(sorted(d.name for d in root.iterdir() if d.is_dir() and _videos(d)))
     if not classes:
         raise DataError(
             f"dataset folder {root} has no class folders with videos ({', '.join(VIDEO_SUFFIXES)})"
         )
     videos = [Video(p, ci) for ci, c in enumerate(classes) for p in _videos(root / c)]
-    train, val = _split(videos, seed, val_fraction)
-    return Dataset(root, classes, train, val, flip)
+    return _make(root, classes, _three_way(videos, seed, fr), flip)
 
 
 def _videos(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.suffix.lower() in VIDEO_SUFFIXES)
 
 
+_GROUP = re.compile(r"_g(\d+)_c\d+$")
+
+
+def _group(v: Video) -> str:
+    """UCF101-style clips of one group share actor and scene (and in this project's synthetic
+    data, the look of a look-alike pair): they stay together."""
+    m = _GROUP.search(v.path.stem)
+    return f"g{int(m.group(1))}" if m else str(v.path)
+
+
 def _split(
-    videos: list[Video], seed: int, val_fraction: float
+    videos: list[Video] | tuple[Video, ...], seed: int, fraction: float
 ) -> tuple[tuple[Video, ...], tuple[Video, ...]]:
-    shuffled = list(videos)
-    random.Random(seed).shuffle(shuffled)
-    n_val = max(1, round(len(shuffled) * val_fraction)) if len(shuffled) > 1 else 0
-    return tuple(shuffled[n_val:]), tuple(shuffled[:n_val])
+    """(rest, part): about ``fraction`` of the videos, whole groups, seeded; at least one group
+    in the part when there are two groups or more, and 0 gives an empty part."""
+    key = _group if len({_group(v) for v in videos}) > 1 else (lambda v: str(v.path))
+    keys = sorted({key(v) for v in videos})
+    random.Random(seed).shuffle(keys)
+    n = round(len(keys) * fraction)
+    n = max(1, n) if fraction > 0 and len(keys) > 1 else 0
+    part = set(keys[:n])
+    return (
+        tuple(v for v in videos if key(v) not in part),
+        tuple(v for v in videos if key(v) in part),
+    )
 
 
-def _ucf101(root: Path, flip) -> Dataset:
+def _three_way(videos, seed: int, fr: Fractions) -> tuple[tuple[Video, ...], ...]:
+    rest, test = _split(videos, seed, fr.test)
+    train, val = _split(rest, seed + 1, fr.val)
+    return train, val, test
+
+
+def _ucf101(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
     classes = []
     for line in (root / "classInd.txt").read_text().split("\n"):
         if line.strip():
@@ -112,10 +162,11 @@ def _ucf101(root: Path, flip) -> Dataset:
             out.append(Video(root / rel, index[cls]))
         return tuple(out)
 
-    return Dataset(root, tuple(classes), read("trainlist01.txt"), read("testlist01.txt"), flip)
+    train, val = _split(read("trainlist01.txt"), seed, fr.val)
+    return _make(root, classes, (train, val, read("testlist01.txt")), flip)
 
 
-def _segments(root: Path, seed: int, val_fraction: float, flip) -> Dataset:
+def _segments(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
     rows = _read_segments(root / "segments.csv")
     classes = tuple(sorted({label for *_, label in rows}))
     listed = root / "classes.txt"  # optional: the allowed labels, in logit order
@@ -136,8 +187,7 @@ def _segments(root: Path, seed: int, val_fraction: float, flip) -> Dataset:
         for start, end, ci in segs:
             labels[start : end + 1] = [ci] * (end - start + 1)
         videos.append(Video(root / rel, tuple(labels)))
-    train, val = _split(videos, seed, val_fraction)
-    return Dataset(root, classes, train, val, flip)
+    return _make(root, classes, _three_way(videos, seed, fr), flip)
 
 
 def _read_segments(path: Path) -> list[tuple[str, int, int, str]]:

@@ -45,8 +45,8 @@ def step(model, opt, x: torch.Tensor, y: torch.Tensor) -> None:
 def throughput(cfg: TrainConfig, rounds: int = 3, steps: int = 6) -> tuple[float, float]:
     """Samples/s of training steps fed by the real loader (decode cache, windows, augmentation)
     and of the same steps on one ready-made batch, alternating, medians over rounds."""
-    ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction)
-    train_dl, _, _ = loaders(cfg, ds)
+    ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction, cfg.test_fraction)
+    train_dl = loaders(cfg, ds).train
     model = build(cfg.arch, cfg.frames, len(ds.classes)).train()
     opt = optimizer(cfg, model)
     x0, y0 = next(iter(train_dl))
@@ -90,13 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     base = parse(["--recipe", "realtime-cpu", "--data", str(data), "--out", str(args.out)])
     if args.epochs:
         base = replace(base, epochs=args.epochs)
-    lines = ["| run | val top-1 (best epoch) | val macro-F1 |", "|---|---|---|"]
+    lines = ["| run | val top-1 (chosen epoch) | test top-1 | test macro-F1 |", "|---|---|---|---|"]
     for title, change in ROWS:
         cfg = replace(
             base, name="-".join(f"{k}{v}" for k, v in change.items()) or "hyperframe", **change
         )
-        best = max(run(cfg, args.reuse)["history"], key=lambda r: r["top1"])
-        lines.append(f"| {title} | {best['top1']:.3f} | {best['macro_f1']:.3f} |")
+        r = run(cfg, args.reuse)
+        lines.append(
+            f"| {title} | {r['best_top1']:.3f} | {r['test']['top1']:.3f} | "
+            f"{r['test']['macro_f1']:.3f} |"
+        )
     real, pure = throughput(replace(base, name="hyperframe"))
     lines.append(
         f"\nTraining throughput (T=3, batch {base.batch}, {base.size} px): {real:.0f} samples/s with "

@@ -4,6 +4,11 @@
 
 Writes ``runs/<name>/``: ``best.pt`` (state dict + spec + config; ``torch.load(weights_only=True)``),
 ``last.pt`` (for ``--resume``), ``metrics.json``, ``curves.png``, ``confusion.png``.
+
+The epoch is chosen on a validation part carved from the training videos; the test split
+(UCF101's test list, or a held-out part) is evaluated once, with the chosen weights, and reported
+separately. ``metrics.json`` records why training stopped (all epochs, a validation plateau after
+``--patience`` epochs, or ``--time-limit``), the flip map used and the test metrics.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -23,11 +29,13 @@ from tqdm import tqdm
 
 from edge_hf.spec import HyperframeSpec
 from models import data as datasets
+from models import flips
 from models.augment import AugConfig
 from models.cache import FrameCache
 from models.config import TrainConfig, parse
 from models.data import DataError
 from models.dataset import EvalSet, TrainSet, Windows, collate
+from models.flips import FlipPlan
 from models.metrics import confusion, summary
 from models.model import HyperframeNet, build
 from models.report import plot_confusion, plot_curves
@@ -48,27 +56,41 @@ def spec_for(cfg: TrainConfig, classes: tuple[str, ...]) -> HyperframeSpec:
     )
 
 
-def loaders(cfg: TrainConfig, ds: datasets.Dataset) -> tuple[DataLoader, DataLoader, bool]:
+class Loaders(NamedTuple):
+    train: DataLoader
+    val: DataLoader  # picks the epoch and stops training
+    test: DataLoader | None  # reported once, with the chosen weights (None: no test videos)
+    video_level: bool  # one label per video: accuracy per video, else per window
+    flip: FlipPlan
+
+
+def loaders(cfg: TrainConfig, ds: datasets.Dataset) -> Loaders:
     cache = FrameCache(Path(cfg.cache), (cfg.size, cfg.size), "linear")
     abnormal = frozenset(ds.classes.index(c) for c in cfg.abnormal if c in ds.classes)
-    tw = Windows(ds.train, cache, cfg.frames, cfg.stride, cfg.label_strategy, abnormal)
-    vw = Windows(ds.val, cache, cfg.frames, cfg.stride, cfg.label_strategy, abnormal)
-    flip = (
-        None
-        if ds.flip is None
-        else {
-            ds.classes.index(a): ds.classes.index(b)
-            for a, b in ds.flip.items()
-            if a in ds.classes and b in ds.classes
-        }
-    )
-    train = TrainSet(tw, cfg.samples_per_clip, AugConfig(mode=cfg.aug), flip, cfg.seed)
+
+    def windows(videos: tuple[datasets.Video, ...]) -> Windows:
+        return Windows(videos, cache, cfg.frames, cfg.stride, cfg.label_strategy, abnormal)
+
+    if not ds.val:
+        raise DataError(
+            f"{ds.root}: no validation videos (the epoch is chosen on them): use more videos or "
+            f"a larger --val-fraction (now {cfg.val_fraction})"
+        )
+    flip = flips.plan(cfg.flip, ds)
+    train = TrainSet(
+        windows(ds.train), cfg.samples_per_clip, AugConfig(mode=cfg.aug),
+        flip.indices(ds.classes), cfg.seed,
+    )  # fmt: skip
     kw = {"num_workers": cfg.workers, "persistent_workers": cfg.workers > 0, "collate_fn": collate}
-    video_level = all(isinstance(v.labels, int) for v in ds.val)
-    return (
+    test = (
+        DataLoader(EvalSet(windows(ds.test), cfg.eval_clips), cfg.batch, **kw) if ds.test else None
+    )
+    return Loaders(
         DataLoader(train, cfg.batch, shuffle=True, drop_last=len(train) > cfg.batch, **kw),
-        DataLoader(EvalSet(vw, cfg.eval_clips), cfg.batch, **kw),
-        video_level,
+        DataLoader(EvalSet(windows(ds.val), cfg.eval_clips), cfg.batch, **kw),
+        test,
+        all(isinstance(v.labels, int) for v in ds.val + ds.test),
+        flip,
     )
 
 
@@ -114,12 +136,16 @@ def optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer
 def train(cfg: TrainConfig) -> dict:
     torch.manual_seed(cfg.seed)
     device = device_for(cfg)
-    ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction)
+    ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction, cfg.test_fraction)
     name = cfg.name or f"{Path(cfg.data).name}-t{cfg.frames}s{cfg.stride}-{cfg.aug}"
     out = Path(cfg.out) / name
     out.mkdir(parents=True, exist_ok=True)
     spec = spec_for(cfg, ds.classes)
-    train_dl, val_dl, video_level = loaders(cfg, ds)
+    dl = loaders(cfg, ds)
+    log.info(
+        "%s: %d training, %d validation, %d test videos; %s",
+        name, len(ds.train), len(ds.val), len(ds.test), dl.flip.describe(),
+    )  # fmt: skip
     model = build(
         cfg.arch,
         cfg.frames,
@@ -130,45 +156,94 @@ def train(cfg: TrainConfig) -> dict:
         size=cfg.size,
     ).to(device)
     opt = optimizer(cfg, model)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg, len(train_dl)))
-    history, best, start = [], -1.0, 0
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg, len(dl.train)))
+    history, start = [], 0
     if cfg.resume and (out / "last.pt").is_file():
-        start, history, best = resume(out / "last.pt", spec, model, opt, sched)
+        start, history = resume(out / "last.pt", spec, model, opt, sched)
+    stop = Stopper(cfg.patience, cfg.time_limit * 60.0)
+    for row in history:
+        stop.update(row["epoch"], row["top1"], row["val_loss"])
     amp = device.type == "cuda"
     scaler = torch.amp.GradScaler(enabled=amp)
+    reason = f"epochs: all {cfg.epochs} run"
     for epoch in range(start, cfg.epochs):
-        train_dl.dataset.epoch = epoch
+        dl.train.dataset.epoch = epoch
         row = run_epoch(
-            model, train_dl, opt, sched, scaler, amp, device, f"{name} {epoch + 1}/{cfg.epochs}"
+            model, dl.train, opt, sched, scaler, amp, device, f"{name} {epoch + 1}/{cfg.epochs}"
         )
-        cm, val_loss = evaluate(model, val_dl, len(ds.classes), video_level, device)
+        cm, val_loss = evaluate(model, dl.val, len(ds.classes), dl.video_level, device)
         row.update(epoch=epoch + 1, val_loss=val_loss, **summary(cm, ds.classes))
         history.append(row)
         log.info(
-            "epoch %d: loss %.3f, val top1 %.3f, macro-F1 %.3f, %.0f samples/s",
-            epoch + 1,
-            row["loss"],
-            row["top1"],
-            row["macro_f1"],
-            row["samples_per_s"],
-        )
+            "epoch %d: loss %.3f, val loss %.3f, val top1 %.3f, macro-F1 %.3f, %.0f samples/s",
+            epoch + 1, row["loss"], val_loss, row["top1"], row["macro_f1"], row["samples_per_s"],
+        )  # fmt: skip
         state = {
             "model": model.state_dict(),
             "spec": spec.to_json(),
             "config": json.dumps(cfg.to_dict()),
             "epoch": epoch + 1,
         }
-        if row["top1"] > best:
-            best = row["top1"]
+        if stop.update(epoch + 1, row["top1"], val_loss):
             torch.save(state, out / "best.pt")
         resumable = {
             "optimizer": opt.state_dict(),
             "scheduler": sched.state_dict(),
             "history": json.dumps(history),
-            "best": best,
         }
         torch.save({**state, **resumable}, out / "last.pt")
-    return write_results(out, name, cfg, ds.classes, history, best)
+        why = stop.reason(epoch + 1 < cfg.epochs)
+        if why:
+            reason = why
+            break
+    log.info("%s: stopped after epoch %d: %s", name, len(history), reason)
+    test = held_out_metrics(out / "best.pt", model, dl, ds.classes, device)
+    stopped = {"reason": reason, "epochs_run": len(history), "best_epoch": stop.best_epoch}
+    return write_results(out, name, cfg, ds, history, stopped, test, dl.flip)
+
+
+class Stopper:
+    """Chooses the checkpoint (best validation top-1; ties: lower validation loss) and says when
+    to stop: ``patience`` epochs in a row that improve neither the checkpoint nor the validation
+    loss (a plateau), or the time limit."""
+
+    def __init__(self, patience: int, time_limit_s: float) -> None:
+        self.patience, self.time_limit_s, self.t0 = patience, time_limit_s, time.monotonic()
+        self.best = (-1.0, math.inf)  # (top1, val loss) of the checkpoint
+        self.best_epoch, self.min_loss, self.since = 0, math.inf, 0
+
+    def update(self, epoch: int, top1: float, val_loss: float) -> bool:
+        """Record an epoch; True if it is the new checkpoint."""
+        better = top1 > self.best[0] or (top1 == self.best[0] and val_loss < self.best[1])
+        improved = better or val_loss < self.min_loss * (1 - 1e-3)
+        self.min_loss = min(self.min_loss, val_loss)
+        self.since = 0 if improved else self.since + 1
+        if better:
+            self.best, self.best_epoch = (top1, val_loss), epoch
+        return better
+
+    def reason(self, more_epochs: bool) -> str | None:
+        if not more_epochs:
+            return None
+        if self.patience and self.since >= self.patience:
+            return (
+                f"plateau: no validation improvement in {self.since} epochs "
+                f"(best epoch {self.best_epoch})"
+            )
+        minutes = (time.monotonic() - self.t0) / 60.0
+        if self.time_limit_s and minutes * 60.0 >= self.time_limit_s:
+            return f"time limit: {minutes:.1f} of {self.time_limit_s / 60.0:g} minutes used"
+        return None
+
+
+def held_out_metrics(best: Path, model, dl: Loaders, classes, device) -> dict | None:
+    """The held-out test split, evaluated once with the chosen checkpoint's weights."""
+    if dl.test is None:
+        log.warning("no test videos: the test split is empty, so no test metrics")
+        return None
+    model.load_state_dict(torch.load(best, map_location=device, weights_only=True)["model"])
+    cm, loss = evaluate(model, dl.test, len(classes), dl.video_level, device)
+    return {"loss": loss, **summary(cm, classes)}
 
 
 def device_for(cfg: TrainConfig) -> torch.device:
@@ -181,22 +256,28 @@ def write_results(
     out: Path,
     name: str,
     cfg: TrainConfig,
-    classes: tuple[str, ...],
+    ds: datasets.Dataset,
     history: list[dict],
-    best: float,
+    stopped: dict,
+    test: dict | None,
+    flip: FlipPlan,
 ) -> dict:
+    best = next(r for r in history if r["epoch"] == stopped["best_epoch"])
     result = {
         "name": name,
         "config": cfg.to_dict(),
-        "classes": list(classes),
-        "best_top1": best,
+        "classes": list(ds.classes),
+        "videos": {"train": len(ds.train), "val": len(ds.val), "test": len(ds.test)},
+        "flip": flip.to_dict(),
+        "stopped": stopped,
+        "best_top1": best["top1"],
+        "test_top1": test["top1"] if test else None,
+        "test": test,
         "history": history,
     }
     (out / "metrics.json").write_text(json.dumps(result, indent=1))
     plot_curves(history, out / "curves.png")
-    plot_confusion(
-        max(history, key=lambda r: r["top1"])["confusion"], classes, out / "confusion.png"
-    )
+    plot_confusion((test or best)["confusion"], ds.classes, out / "confusion.png")
     return result
 
 
@@ -230,7 +311,7 @@ def run_epoch(model, loader, opt, sched, scaler, amp: bool, device, desc: str) -
     }
 
 
-def resume(path: Path, spec: HyperframeSpec, model, opt, sched) -> tuple[int, list, float]:
+def resume(path: Path, spec: HyperframeSpec, model, opt, sched) -> tuple[int, list]:
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     old = HyperframeSpec.from_json(ckpt["spec"])
     if old.classes != spec.classes:
@@ -240,7 +321,7 @@ def resume(path: Path, spec: HyperframeSpec, model, opt, sched) -> tuple[int, li
     model.load_state_dict(ckpt["model"])
     opt.load_state_dict(ckpt["optimizer"])
     sched.load_state_dict(ckpt["scheduler"])
-    return ckpt["epoch"], json.loads(ckpt["history"]), ckpt["best"]
+    return ckpt["epoch"], json.loads(ckpt["history"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,7 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"models.train: error: {e}", file=sys.stderr)
         return 2
     for r in results:
-        print(f"{r['name']}: best val top-1 {r['best_top1']:.3f}")
+        test = "no test split" if r["test"] is None else f"test top-1 {r['test_top1']:.3f}"
+        print(
+            f"{r['name']}: val top-1 {r['best_top1']:.3f} (epoch {r['stopped']['best_epoch']}), "
+            f"{test}; stopped: {r['stopped']['reason']}"
+        )
     return 0
 
 

@@ -43,15 +43,32 @@ def test_clip_labels_ignore_the_strategy():
 def test_ucf101_layout_and_flip_map(tiny_actions: Path):
     ds = data.load(tiny_actions)
     assert ds.classes == ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
-    assert len(ds.train) == 6 * 2 and len(ds.val) == 6 * 2
-    assert ds.flip == {"walk_left": "walk_right", "walk_right": "walk_left"}
-    assert all(v.path.is_file() for v in ds.train + ds.val)
+    # the test list is the test split; validation is carved from the training list
+    assert len(ds.test) == 6 * 2 and len(ds.train) + len(ds.val) == 6 * 2 and len(ds.val) == 3
+    assert not {v.path for v in ds.val} & {v.path for v in ds.train}
+    assert ds.flip == {"walk_left": "walk_right", "walk_right": "walk_left"} and ds.flip_declared
+    assert all(v.path.is_file() for v in ds.train + ds.val + ds.test)
+
+
+def test_groups_never_straddle_splits(tmp_path: Path):
+    """UCF101-named clips of one group (same actor and scene) stay in one split."""
+    for c in ("a", "b"):
+        (tmp_path / c).mkdir()
+        for g in range(1, 11):
+            for k in (1, 2):
+                (tmp_path / c / f"v_{c}_g{g:02d}_c{k:02d}.avi").write_bytes(b"")
+    ds = data.load(tmp_path, seed=4)
+    groups = [{v.path.stem.split("_")[2] for v in part} for part in (ds.train, ds.val, ds.test)]
+    assert all(groups) and not (
+        groups[0] & groups[1] or groups[0] & groups[2] or groups[1] & groups[2]
+    )
+    assert (len(ds.train), len(ds.val), len(ds.test)) == (24, 8, 8)
 
 
 def test_segments_layout(tiny_streams: Path):
-    ds = data.load(tiny_streams, val_fraction=0.5)
+    ds = data.load(tiny_streams, val_fraction=0.5, test_fraction=0)
     assert "fall" in ds.classes and "lie_down" in ds.classes
-    assert len(ds.train) == len(ds.val) == 1
+    assert len(ds.train) == len(ds.val) == 1 and ds.test == ()
     labels = ds.train[0].labels
     assert isinstance(labels, tuple) and -1 not in labels
 
@@ -62,8 +79,10 @@ def test_folder_per_class_gets_a_seeded_split(tmp_path: Path, tiny_actions: Path
         for src in sorted((tiny_actions / c).glob("*.avi")):
             (tmp_path / c / src.name).write_bytes(src.read_bytes())
     a, b = data.load(tmp_path, seed=1), data.load(tmp_path, seed=1)
-    assert a == b and len(a.val) == 2 and len(a.train) == 6 and a.flip == {}
-    assert data.load(tmp_path, seed=2).val != a.val
+    # 2 groups: one is the test split; the other (4 clips) gives 1 validation clip
+    assert a == b and (len(a.train), len(a.val), len(a.test)) == (3, 1, 4)
+    assert a.flip is None and not a.flip_declared
+    assert {data.load(tmp_path, seed=s).test for s in range(6)} != {a.test}
 
 
 def _csv(tmp: Path, rows: list[str], header: str = "video,start_frame,end_frame,label") -> Path:
@@ -112,7 +131,7 @@ def test_bad_layouts(tmp_path: Path):
 
 
 def test_strategies_on_the_synthetic_csv_with_known_segments(tiny_streams: Path):
-    ds = data.load(tiny_streams, val_fraction=0.5)
+    ds = data.load(tiny_streams, val_fraction=0.5, test_fraction=0)
     video = ds.train[0]
     fall = ds.classes.index("fall")
     start, end = next((s, e) for s, e, label in _segments(tiny_streams, video) if label == "fall")
