@@ -167,7 +167,7 @@ def _ucf101(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
 
 
 def _segments(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
-    rows = _read_segments(root / "segments.csv")
+    rows = read_segments(root / "segments.csv")
     classes = tuple(sorted({label for *_, label in rows}))
     listed = root / "classes.txt"  # optional: the allowed labels, in logit order
     if listed.is_file():
@@ -190,7 +190,7 @@ def _segments(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
     return _make(root, classes, _three_way(videos, seed, fr), flip)
 
 
-def _read_segments(path: Path) -> list[tuple[str, int, int, str]]:
+def read_segments(path: Path) -> list[tuple[str, int, int, str]]:
     rows = []
     with open(path, newline="") as f:
         reader = csv.DictReader(f)

@@ -42,3 +42,29 @@ def plot_confusion(cm: list[list[int]], classes: tuple[str, ...], path: Path) ->
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def plot_sweep(report: dict, opts, path: Path) -> None:
+    """False alarms per hour against events caught in time, one line per k-of-n, per class."""
+    classes = list(report["classes"])
+    fig, axes = plt.subplots(1, max(1, len(classes)), figsize=(6 * max(1, len(classes)), 4.5))
+    for ax, cls in zip(np.atleast_1d(axes), classes, strict=False):
+        r = report["classes"][cls]
+        for k, n in sorted({(p["k"], p["n"]) for p in r["sweep"]}):
+            pts = [p for p in r["sweep"] if (p["k"], p["n"]) == (k, n)]
+            ax.plot([p["false_per_hour"] for p in pts], [p["recall"] for p in pts], "o-",
+                    ms=3, label=f"{k}-of-{n}")  # fmt: skip
+        for title, marker in (("operating", "s"), ("recommended", "*")):
+            p = r[title]
+            ax.plot(p["false_per_hour"], p["recall"], marker, ms=12, mfc="none", mew=2,
+                    label=f"{title}: {p['threshold']:.2f} at {p['k']}/{p['n']}")  # fmt: skip
+        ax.axvline(opts.target, color="grey", ls="--", lw=1)
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlim(left=0)
+        ax.set(xlabel="false alarms per hour", ylim=(0, 1.02),
+               ylabel=f"{cls}: events alerted within {opts.max_delay:g} s",
+               title=f"{report['videos']} streams, {report['hours']:.2f} h")  # fmt: skip
+        ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

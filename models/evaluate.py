@@ -1,0 +1,360 @@
+"""Event-level evaluation: what a person woken by the alerts counts.
+
+    python -m models.evaluate MODEL STREAMS [--threshold CLASS=P] [--k-of-n K/N] [--cooldown S]
+                              [--max-delay 1.0] [--target 0.5] [--every N] [--out DIR]
+
+MODEL is any exported file (``.onnx``, ``.xml``) or a training checkpoint (``.pt``, exported to
+ONNX on the fly: needs torch). STREAMS is a folder of long videos with frame-level labels
+(``segments.csv``, the trainer's layout). Each stream goes through the runtime itself, as a file
+camera processed as fast as possible: its sampler, backend and activation, unchanged. The score of
+every hyperframe is recorded on the way to the alert logic, and the runtime's own ``AlertLogic``
+then replays those scores for each operating point of a sweep (thresholds x k-of-n).
+
+For each alert class of the model, an *event* is a run of frames labelled with the class; its
+last frame is the *impact*. An alert start counts for an event when it comes between the event's
+first frame and ``--match`` seconds after the impact (one alert per event); its *delay* is from
+the impact. Every other alert start is a false alarm. Reported per class: events caught (and
+caught within ``--max-delay``), missed, false alarms per hour of video, delay median and p95; and
+the operating point recommended at the runtime's k-of-n: the most events caught within
+``--max-delay`` at no more than ``--target`` false alarms per hour (ties: fewer false alarms,
+then the higher threshold). ``OUT/eval.json`` has everything, ``OUT/sweep.png`` draws false alarms
+per hour against recall. ``python -m export ... --threshold CLASS=P`` writes a threshold into the
+model's spec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from edge_hf.alerts import AlertLogic, AlertPolicy
+from edge_hf.errors import EdgeHFError
+from edge_hf.runtime import RunConfig, Runtime, alert_policy
+from edge_hf.sources import SourceOptions
+from models.data import DataError, read_segments
+
+GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
+KN = ((1, 1), (2, 3), (2, 2), (3, 5))  # k-of-n drawn in the sweep
+log = logging.getLogger("models")
+
+
+@dataclass(frozen=True)
+class Options:
+    thresholds: tuple[tuple[str, float], ...] = ()  # overrides of the spec's
+    k: int = 2
+    n: int = 3
+    cooldown: float = 10.0  # the runtime's default
+    max_delay: float = 1.0  # seconds after the impact: "in time"
+    match: float = 5.0  # seconds after the impact: later starts are false alarms
+    target: float = 0.5  # false alarms per hour the recommendation may cost
+    every: int = 1
+
+
+@dataclass
+class Stream:
+    """One video's hyperframe scores, as the runtime computed them, and its labelled events."""
+
+    name: str
+    fps: float
+    length: int  # frames
+    anchors: np.ndarray  # [M] newest source frame of each hyperframe
+    probs: np.ndarray  # [M, C] activated scores
+    events: dict[str, list[tuple[int, int]]]  # class -> (first frame, impact frame)
+
+
+class _Tap:
+    """Stands in for a camera's AlertLogic: records each hyperframe's scores, then delegates."""
+
+    def __init__(self, logic: AlertLogic) -> None:
+        self.logic, self.labels = logic, logic.labels
+        self.anchors: list[int] = []
+        self.probs: list[np.ndarray] = []
+
+    def update(self, probs: np.ndarray, frame: int, t: float):
+        self.anchors.append(frame)
+        self.probs.append(probs.copy())
+        return self.logic.update(probs, frame, t)
+
+    def close(self, frame: int, t: float):
+        return self.logic.close(frame, t)
+
+
+def score(model: Path, video: Path, opts: Options) -> tuple[Runtime, _Tap, int]:
+    """Run the runtime over ``video``: (the runtime, the tap on its alert logic, frames read)."""
+    cfg = RunConfig(
+        cameras=(str(video),),
+        model=model,
+        every=opts.every,
+        thresholds=opts.thresholds,
+        source_opts=SourceOptions(fast=True),
+    )
+    rt = Runtime(cfg, [], threading.Event())
+    tap = _Tap(rt.cameras[0].logic)
+    rt.cameras[0].logic = tap
+    if rt.run() != 0:
+        raise DataError(f"{video}: the runtime could not read it to the end (see the log above)")
+    return rt, tap, rt.cameras[0].capture.stats.grabbed
+
+
+def events_of(labels: list[tuple[int, int, str]], cls: str) -> list[tuple[int, int]]:
+    """Runs of frames labelled ``cls`` (adjacent segments merged): (first, impact)."""
+    out: list[tuple[int, int]] = []
+    for start, end, label in sorted(labels):
+        if label != cls:
+            continue
+        if out and start <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def load_streams(model: Path, root: Path, opts: Options) -> tuple[list[Stream], tuple, dict]:
+    rows = read_segments(root / "segments.csv")
+    per_video: dict[str, list[tuple[int, int, str]]] = {}
+    for video, start, end, label in rows:
+        per_video.setdefault(video, []).append((start, end, label))
+    streams, classes, thresholds = [], (), {}
+    for i, (rel, labels) in enumerate(sorted(per_video.items())):
+        rt, tap, length = score(model, root / rel, opts)
+        classes, thresholds = rt.spec.classes, dict(alert_policy(rt.spec, rt.cfg).thresholds)
+        events = {c: events_of(labels, c) for c in tap.labels}
+        probs = np.stack(tap.probs) if tap.probs else np.zeros((0, len(classes)), np.float32)
+        streams.append(
+            Stream(rel, rt.cameras[0].source.fps, length, np.array(tap.anchors), probs, events)
+        )
+        log.info("%d/%d %s: %d frames, %d hyperframes", i + 1, len(per_video), rel, length,
+                 len(tap.anchors))  # fmt: skip
+    return streams, classes, thresholds
+
+
+def starts(s: Stream, column: int, thresholds, k: int, n: int, cooldown: float) -> list[list[int]]:
+    """Alert start frames for each threshold, from the runtime's own AlertLogic: one logic with
+    one pseudo-class per threshold, each fed the same score."""
+    names = tuple(f"t{i}" for i in range(len(thresholds)))
+    policy = AlertPolicy(tuple(zip(names, thresholds, strict=True)), k, n, cooldown)
+    logic = AlertLogic(s.name, names, policy, s.fps)
+    out: list[list[int]] = [[] for _ in thresholds]
+    index = {name: i for i, name in enumerate(names)}
+    tiled = np.empty(len(names), np.float32)
+    for frame, p in zip(s.anchors.tolist(), s.probs[:, column].tolist(), strict=True):
+        tiled.fill(p)
+        for ev in logic.update(tiled, frame, 0.0):
+            if ev.kind == "start":
+                out[index[ev.label]].append(frame)
+    return out
+
+
+def match(alerts: list[int], events: list[tuple[int, int]], fps: float, late: float):
+    """(delays in seconds of the caught events, number of false alarms)."""
+    delays, false, taken = [], 0, set()
+    for f in alerts:
+        hit = next(
+            (j for j, (a, b) in enumerate(events) if j not in taken and a <= f <= b + late * fps),
+            None,
+        )
+        if hit is None:
+            false += 1
+        else:
+            taken.add(hit)
+            delays.append((f - events[hit][1]) / fps)
+    return delays, false
+
+
+def point(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Options) -> dict:
+    return sweep(streams, column, cls, (thr,), kn, opts)[0]
+
+
+def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list[dict]:
+    """One row per threshold at k-of-n ``kn``: counts over every stream."""
+    k, n = kn
+    hours = sum(s.length / s.fps for s in streams) / 3600.0
+    delays: list[list[float]] = [[] for _ in thresholds]
+    false = [0] * len(thresholds)
+    total = 0
+    for s in streams:
+        total += len(s.events[cls])
+        for i, alerts in enumerate(starts(s, column, thresholds, k, n, opts.cooldown)):
+            d, f = match(alerts, s.events[cls], s.fps, opts.match)
+            delays[i] += d
+            false[i] += f
+    return [
+        _row(thr, kn, total, d, f, hours, opts)
+        for thr, d, f in zip(thresholds, delays, false, strict=True)
+    ]
+
+
+def _row(thr, kn, total: int, delays: list[float], false: int, hours: float, opts) -> dict:
+    in_time = sum(d <= opts.max_delay for d in delays)
+    return {
+        "threshold": float(thr), "k": kn[0], "n": kn[1], "events": total,
+        "caught": len(delays), "in_time": in_time, "missed": total - len(delays),
+        "recall": in_time / total if total else 0.0, "false_alarms": false,
+        "false_per_hour": false / hours if hours else 0.0,
+        "delay_median": float(np.median(delays)) if delays else None,
+        "delay_p95": float(np.percentile(delays, 95)) if delays else None,
+    }  # fmt: skip
+
+
+def recommend(rows: list[dict], target: float) -> dict:
+    ok = [r for r in rows if r["false_per_hour"] <= target]
+    if ok:
+        best = max(ok, key=lambda r: (r["recall"], -r["false_per_hour"], r["threshold"]))
+        return {**best, "meets_target": True}
+    best = min(rows, key=lambda r: (r["false_per_hour"], -r["recall"], -r["threshold"]))
+    return {**best, "meets_target": False}
+
+
+def evaluate(model: Path, root: Path, opts: Options) -> dict:
+    streams, classes, thresholds = load_streams(model, root, opts)
+    hours = sum(s.length / s.fps for s in streams) / 3600.0
+    report = {"model": str(model), "streams": str(root), "videos": len(streams), "hours": hours,
+              "options": opts.__dict__, "classes": {}}  # fmt: skip
+    for cls, thr in thresholds.items():
+        column = classes.index(cls)
+        kns = KN if (opts.k, opts.n) in KN else (*KN, (opts.k, opts.n))
+        rows = [r for kn in kns for r in sweep(streams, column, cls, GRID, kn, opts)]
+        here = [r for r in rows if (r["k"], r["n"]) == (opts.k, opts.n)]
+        report["classes"][cls] = {
+            "operating": point(streams, column, cls, thr, (opts.k, opts.n), opts),
+            "recommended": recommend(here, opts.target),
+            "sweep": rows,
+        }
+    return report
+
+
+def _model_file(model: Path, tmp: Path) -> Path:
+    """An exported file as is; a checkpoint exported to ONNX (torch needed)."""
+    if model.suffix != ".pt":
+        return model
+    from export.checkpoint import load_checkpoint
+    from export.to_onnx import export_onnx
+
+    ckpt = load_checkpoint(model)
+    export_onnx(ckpt.net, ckpt.spec, tmp / "model.onnx")
+    return tmp / "model.onnx"
+
+
+def _kn(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected K/N such as 2/3, found {text!r}") from None
+    return k, n
+
+
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
+    from export.__main__ import _threshold
+
+    ap = argparse.ArgumentParser(
+        prog="python -m models.evaluate", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("model", type=Path, help="an exported .onnx/.xml file or a best.pt checkpoint")
+    ap.add_argument("streams", type=Path, help="a folder with videos and segments.csv")
+    ap.add_argument(
+        "--threshold",
+        type=_threshold,
+        action="append",
+        default=[],
+        metavar="CLASS=P",
+        help="alert threshold (default: the model's spec)",
+    )
+    ap.add_argument(
+        "--k-of-n",
+        type=_kn,
+        default=(2, 3),
+        metavar="K/N",
+        help="alert when K of the last N scores pass (default: 2/3, the runtime's)",
+    )
+    ap.add_argument(
+        "--cooldown",
+        type=float,
+        default=10.0,
+        help="seconds of quiet after an alert ends (default: 10, the runtime's)",
+    )
+    ap.add_argument(
+        "--max-delay",
+        type=float,
+        default=1.0,
+        help="seconds after the impact within which an alert is in time (default: 1)",
+    )
+    ap.add_argument(
+        "--match",
+        type=float,
+        default=5.0,
+        help="seconds after the impact after which a start is a false alarm (default: 5)",
+    )
+    ap.add_argument(
+        "--target",
+        type=float,
+        default=0.5,
+        help="false alarms per hour the recommended point may cost (default: 0.5)",
+    )
+    ap.add_argument(
+        "--every", type=int, default=1, help="run the model every N frames (default: 1)"
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs/eval"),
+        help="folder for eval.json and sweep.png (default: runs/eval)",
+    )
+    args = ap.parse_args(argv)
+    opts = Options(tuple(args.threshold), *args.k_of_n, args.cooldown, args.max_delay,
+                   args.match, args.target, args.every)  # fmt: skip
+    AlertPolicy((("x", 0.5),), opts.k, opts.n, opts.cooldown)  # the runtime's own checks
+    return args, opts
+
+
+def summary(report: dict) -> str:
+    lines = [
+        f"{report['videos']} streams, {report['hours']:.2f} h of video",
+        "| class | point | threshold | k/n | events | caught | in time | missed | false/h "
+        "| delay median | delay p95 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for cls, r in report["classes"].items():
+        for title in ("operating", "recommended"):
+            p = r[title]
+            med = "-" if p["delay_median"] is None else f"{p['delay_median']:.2f} s"
+            p95 = "-" if p["delay_p95"] is None else f"{p['delay_p95']:.2f} s"
+            lines.append(
+                f"| {cls} | {title} | {p['threshold']:.2f} | {p['k']}/{p['n']} | {p['events']} "
+                f"| {p['caught']} | {p['in_time']} | {p['missed']} | {p['false_per_hour']:.2f} "
+                f"| {med} | {p95} |"
+            )
+        if not r["recommended"]["meets_target"]:
+            lines.append(f"({cls}: no threshold meets the false-alarm target)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    logging.getLogger("edge_hf").setLevel(logging.WARNING)
+    try:
+        args, opts = parse(argv)
+        with tempfile.TemporaryDirectory() as tmp:
+            report = evaluate(_model_file(args.model, Path(tmp)), args.streams, opts)
+    except (DataError, EdgeHFError) as e:
+        print(f"models.evaluate: error: {e}", file=sys.stderr)
+        return getattr(e, "exit_code", 2)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "eval.json").write_text(json.dumps(report, indent=1))
+    from models.report import plot_sweep
+
+    plot_sweep(report, opts, args.out / "sweep.png")
+    print(summary(report))
+    print(f"wrote {args.out / 'eval.json'} and {args.out / 'sweep.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

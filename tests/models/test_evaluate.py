@@ -1,0 +1,135 @@
+"""models/evaluate.py on a hand-built stream with known events and a model whose score is the
+frame's brightness: every count, delay and false alarm is known in advance."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edge_hf.spec import HyperframeSpec, write_onnx_spec
+from models.evaluate import recommend
+from tests.conftest import run_module
+
+SPEC = HyperframeSpec(
+    frames=1, stride=1, size=(32, 32), classes=("walk", "fall"), alert_classes=(("fall", 0.5),),
+    arch="brightness", provenance=(("data", "none: tests/models/test_evaluate.py"),),
+)  # fmt: skip
+FPS, LENGTH = 25.0, 1000
+# (first, impact) of each labelled fall, and the frames the video is white (scored as a fall)
+FALLS = [(100, 110), (400, 410), (600, 610), (900, 905)]
+WHITE = [(115, 130), (400, 405), (800, 810), (945, 950)]  # late, early, (none: missed), false, late
+
+
+def brightness_model(path: Path) -> Path:
+    """logit(fall) = (mean grey - 127.5) / 10, logit(walk) = 0: white frames score ~1."""
+    n = helper.make_node
+    nodes = [
+        n("Cast", ["frames"], ["xf"], to=TensorProto.FLOAT),
+        n("ReduceMean", ["xf", "axes"], ["m"], keepdims=0),
+        n("Reshape", ["m", "col"], ["m2"]),
+        n("Sub", ["m2", "mid"], ["d"]),
+        n("Mul", ["d", "gain"], ["fall"]),
+        n("Mul", ["fall", "zero"], ["walk"]),
+        n("Concat", ["walk", "fall"], ["logits"], axis=1),
+    ]
+    consts = {"axes": np.array([1, 2, 3, 4], np.int64), "col": np.array([-1, 1], np.int64),
+              "mid": np.array(127.5, np.float32), "gain": np.array(0.1, np.float32),
+              "zero": np.array(0.0, np.float32)}  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "brightness",
+        [helper.make_tensor_value_info("frames", TensorProto.UINT8, ["N", 1, 32, 32, 3])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 2])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in consts.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    write_onnx_spec(model, SPEC)
+    onnx.save(model, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def known(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("known")
+    w = cv2.VideoWriter(str(root / "s.avi"), cv2.VideoWriter_fourcc(*"MJPG"), FPS, (64, 48))
+    for i in range(LENGTH):
+        white = any(a <= i <= b for a, b in WHITE)
+        w.write(np.full((48, 64, 3), 255 if white else 0, np.uint8))
+    w.release()
+    rows, last = [], 0
+    for a, b in FALLS:
+        rows += [("s.avi", last, a - 1, "walk"), ("s.avi", a, b, "fall")]
+        last = b + 1
+    rows.append(("s.avi", last, LENGTH - 1, "walk"))
+    with open(root / "segments.csv", "w", newline="") as f:
+        csv.writer(f).writerows([("video", "start_frame", "end_frame", "label"), *rows])
+    return brightness_model(root / "bright.onnx"), root
+
+
+def test_counts_delays_and_false_alarms_on_a_known_stream(known, tmp_path: Path):
+    model, streams = known
+    r = run_module("models.evaluate", str(model), str(streams), "--cooldown", "1",
+                   "--out", str(tmp_path))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "eval.json").read_text())
+    p = report["classes"]["fall"]["operating"]
+    # 2-of-3 at hop 1: an alert starts on the second white frame.
+    # caught: (116-110)/25 late, (401-410)/25 early, (946-905)/25 = 1.64 s late (not in time);
+    # missed: the fall at 600 (never white); false: the white burst at 800.
+    assert (p["events"], p["caught"], p["in_time"], p["missed"], p["false_alarms"]) == (
+        4,
+        3,
+        2,
+        1,
+        1,
+    )
+    assert p["delay_median"] == pytest.approx(6 / FPS)
+    assert p["false_per_hour"] == pytest.approx(1 / (LENGTH / FPS / 3600))
+    assert report["hours"] == pytest.approx(LENGTH / FPS / 3600)
+    assert (tmp_path / "sweep.png").stat().st_size > 10_000
+    assert "| fall | operating | 0.50 | 2/3 | 4 | 3 | 2 | 1 |" in r.stdout
+
+
+def test_a_later_match_window_turns_a_late_alert_into_a_false_alarm(known, tmp_path: Path):
+    model, streams = known
+    r = run_module("models.evaluate", str(model), str(streams), "--cooldown", "1",
+                   "--match", "1.0", "--k-of-n", "1/1", "--out", str(tmp_path))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    p = json.loads((tmp_path / "eval.json").read_text())["classes"]["fall"]["operating"]
+    # 1-of-1: starts on the first white frame: 115, 400, 800, 945 (1.6 s > 1.0 s: false)
+    assert (p["caught"], p["in_time"], p["false_alarms"]) == (2, 2, 2)
+    assert p["delay_median"] == pytest.approx(((115 - 110) / FPS + (400 - 410) / FPS) / 2)
+
+
+def test_recommend_the_most_recall_within_the_false_alarm_target():
+    rows = [
+        {"threshold": 0.5, "recall": 1.0, "false_per_hour": 2.0},
+        {"threshold": 0.8, "recall": 0.9, "false_per_hour": 0.4},
+        {"threshold": 0.9, "recall": 0.9, "false_per_hour": 0.0},
+        {"threshold": 0.95, "recall": 0.5, "false_per_hour": 0.0},
+    ]
+    assert recommend(rows, 0.5)["threshold"] == 0.9 and recommend(rows, 0.5)["meets_target"]
+    assert recommend(rows, 5.0)["threshold"] == 0.5
+    worst = recommend(rows[:1], 0.5)
+    assert worst["threshold"] == 0.5 and not worst["meets_target"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--k-of-n", "3/2"], "--k-of-n must satisfy 1 <= k <= n, found 3/2"),
+        (["--k-of-n", "two"], "expected K/N such as 2/3"),
+    ],
+)
+def test_bad_options_are_one_line_errors(known, tmp_path: Path, args, message):
+    model, streams = known
+    r = run_module("models.evaluate", str(model), str(streams), *args, "--out", str(tmp_path))
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
