@@ -30,8 +30,9 @@ class Hyperframes:
 @dataclass(frozen=True)
 class EvalData:
     root: Path
-    calib: Hyperframes  # from the training split, shuffled, at most `subset` windows
+    calib: Hyperframes  # from the training split: at most `subset` windows, balanced (below)
     val: Hyperframes  # the held-out test split (the trainer never chose anything on it)
+    tune: Hyperframes  # the trainer's validation split: what accuracy control may look at
     video_level: bool  # one label per video: accuracy is per video, as the trainer reports it
     videos: tuple[int, int]  # (training, validation) videos
 
@@ -65,25 +66,52 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
     abnormal = frozenset(ds.classes.index(c) for c in config.get("abnormal", ()) if c in ds.classes)
     clips = int(config.get("eval_clips", 3))
 
-    def windows(videos: tuple[datasets.Video, ...]) -> EvalSet:
+    def windows(videos: tuple[datasets.Video, ...]) -> Windows:
         strategy = config.get("label_strategy", "video")
         try:
-            w = Windows(videos, cache, spec.frames, spec.stride, strategy, abnormal)
+            return Windows(videos, cache, spec.frames, spec.stride, strategy, abnormal)
         except datasets.DataError as e:
             raise DataError(f"calibration data {root}: {e}") from None
-        return EvalSet(w, clips)
 
-    calib = _take(windows(ds.train), relabel, subset, np.random.default_rng(0))
-    val = _take(windows(held), relabel, None, None)
+    calib = balanced(windows(ds.train), relabel, subset)
+    val = _take(EvalSet(windows(held), clips), relabel)
+    tune = _take(EvalSet(windows(ds.val), clips), relabel) if ds.val and ds.test else val
     video_level = all(isinstance(v.labels, int) for v in held)
-    return EvalData(root, calib, val, video_level, (len(ds.train), len(held)))
+    return EvalData(root, calib, val, tune, video_level, (len(ds.train), len(held)))
 
 
-def _take(
-    es: EvalSet, relabel: np.ndarray, limit: int | None, rng: np.random.Generator | None
-) -> Hyperframes:
-    order = np.arange(len(es.items)) if rng is None else rng.permutation(len(es.items))
-    order = order[:limit] if limit else order
-    items = [es.items[i] for i in order]
-    x = np.stack([es.w.window(c, s) for c, s, _ in items])
+def _take(es: EvalSet, relabel: np.ndarray) -> Hyperframes:
+    x = np.stack([es.w.window(c, s) for c, s, _ in es.items])
+    return Hyperframes(
+        x, relabel[[lab for *_, lab in es.items]], np.array([c for c, *_ in es.items])
+    )
+
+
+def motion(first: np.ndarray, last: np.ndarray) -> float:
+    """How much a hyperframe moves: mean absolute difference of its first and last frames on a
+    4x subsampled grid (cheap; enough to rank windows)."""
+    a = first[::4, ::4].astype(np.int16)
+    return float(np.abs(last[::4, ::4].astype(np.int16) - a).mean())
+
+
+def balanced(w: Windows, relabel: np.ndarray, limit: int) -> Hyperframes:
+    """Calibration windows: the same number per class, and within a class spread evenly over the
+    range of motion (its stillest to its fastest window). What tells a fall from a lie-down is
+    the rare fast window; a random sample of a clip is mostly its still lead-in and tail, and
+    would set activation ranges that clip the motion away."""
+    per_class: dict[int, list[tuple[float, int, int]]] = {}
+    first, last = int(w.offsets[0]), int(w.offsets[-1])
+    for c, (starts, labels) in enumerate(zip(w.starts, w.labels, strict=True)):
+        clip = w.clips[c]
+        for s, lab in zip(starts.tolist(), labels.tolist(), strict=True):
+            per_class.setdefault(lab, []).append((motion(clip[s + first], clip[s + last]), c, s))
+    quota = max(1, limit // max(1, len(per_class)))
+    items: list[tuple[int, int, int]] = []
+    for lab, cands in sorted(per_class.items()):
+        cands.sort()
+        picks = np.unique(np.linspace(0, len(cands) - 1, min(quota, len(cands))).round())
+        items += [(cands[int(i)][1], cands[int(i)][2], lab) for i in picks]
+    order = np.random.default_rng(0).permutation(len(items))  # NNCF takes the first subset_size
+    items = [items[i] for i in order]
+    x = np.stack([w.window(c, s) for c, s, _ in items])
     return Hyperframes(x, relabel[[lab for *_, lab in items]], np.array([c for c, *_ in items]))

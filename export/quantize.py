@@ -112,8 +112,9 @@ def _nncf_on_stderr(level: int) -> Iterator[None]:
 
 
 def _validation_items(data: EvalData) -> list[tuple[np.ndarray, int]]:
-    """What the report's top-1 counts: a video (its windows as one batch) or a window."""
-    val = data.val
+    """What the report's top-1 counts, on the trainer's validation split (never the test split
+    the report measures): a video (its windows as one batch) or a window."""
+    val = data.tune
     if data.video_level:
         return [(val.x[val.clip == c], int(val.y[val.clip == c][0])) for c in np.unique(val.clip)]
     return [(x[None], int(y)) for x, y in zip(val.x, val.y, strict=True)]
