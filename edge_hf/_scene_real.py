@@ -82,12 +82,15 @@ def figure_color(rng, bg: np.ndarray, floor_y: float, fig_h: float, pad: int) ->
     band = bg[max(0, int(y1 - fig_h)) : max(1, y1)].reshape(-1, 3).astype(np.float32)
     mean = band.mean(axis=0) if len(band) else np.full(3, 128.0, np.float32)
     mode = rng.random()
-    if mode < 0.3:  # low contrast: the band's colour, a little darker or lighter
+    if mode < 0.25:  # low contrast: the band's colour, a little darker or lighter
         sign = 1.0 if mean.mean() < 128 else -1.0
         if rng.random() < 0.3:
             sign = -sign
-        shift = sign * rng.uniform(20, 45) + rng.normal(0, 6, 3)
-        return bgr(np.clip(mean + shift, 0, 255))
+        shift = sign * rng.uniform(25, 50) + rng.normal(0, 6, 3)
+        color = np.clip(mean + shift, 0, 255)
+        if np.abs(color - mean).mean() < 20:  # clipped at black or white: go the other way
+            color = np.clip(mean - shift, 0, 255)
+        return bgr(color)
     if mode < 0.75:  # high contrast: far from the band in brightness
         target = rng.uniform(0, 60) if mean.mean() > 128 else rng.uniform(190, 255)
         return bgr(np.clip(target + rng.normal(0, 30, 3), 0, 255))

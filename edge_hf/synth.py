@@ -283,6 +283,10 @@ class Scene:
             cv2.add(out, pos[oy : oy + hgt, ox : ox + wid], dst=out)
             cv2.subtract(out, neg[oy : oy + hgt, ox : ox + wid], dst=out)
 
+    def pose(self, index: int) -> fig.Pose:
+        """The labelled figure's pose at frame `index` (wrapping), e.g. ``tilt`` pi/2: lying."""
+        return self._frames[index % self.length][0]
+
     def label_at(self, index: int) -> str:
         return self._labels[index % self.length]
 
