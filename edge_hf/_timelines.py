@@ -264,7 +264,7 @@ def hard_negative_clip(st: Stage, kind: str) -> list[Beat]:
         x0 = beats[0][1][0].x
         ahead = x0 if kind == "turn" else x + (x - x0)
         far = float(np.clip(ahead, 0.1 * st.h, st.width - 0.1 * st.h))
-        return [*beats, ("walk", walk(st, x, far, st.frames(1.0)))]
+        return [*beats, ("walk", walk(st, x, far))]
     return [*beats, _still(st, x, 0.5)]
 
 
