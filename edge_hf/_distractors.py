@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import cos, pi, sin
+from typing import NamedTuple
 
 import cv2
 import numpy as np
@@ -21,6 +22,18 @@ from edge_hf import _figure as fig
 
 CLIP_HORIZON_S = 8.0  # clips shorter than this plan their distractors over this many seconds
 _SHIFT, _ONE = 4, 16  # cv2 fixed-point bits
+
+
+class Layout(NamedTuple):
+    """Where things go in a scene: frame size (H, W), fps, frames planned, the labelled figure's
+    floor line and height (px), and the background's padding for camera shake."""
+
+    size: tuple[int, int]
+    fps: float
+    horizon: int
+    floor_y: float
+    fig_h: float
+    pad: int = 0
 
 
 def _color(rng: np.random.Generator) -> tuple[int, int, int]:
@@ -100,10 +113,16 @@ class Pendulum:
         cv2.ellipse(out, p1, axes, -a * 180 / pi, 180, 360, self.color, -1, cv2.LINE_AA, _SHIFT)
 
 
-def plan_walkers(rng, size, fps, horizon, floor_y, fig_h, rate_per_min) -> list[Walker]:
+def plan_walkers(rng, lay: Layout, rate_per_min: float) -> list[Walker]:
     """Walkers crossing during frames [0, horizon): far (smaller, higher up) or close by (their
     feet below the frame, only the upper body seen), never larger than the labelled figure."""
-    hgt, wid = size
+    (hgt, wid), fps, horizon, floor_y, fig_h = (
+        lay.size,
+        lay.fps,
+        lay.horizon,
+        lay.floor_y,
+        lay.fig_h,
+    )
     count = rng.poisson(rate_per_min * horizon / fps / 60)
     out = []
     for _ in range(count):
@@ -125,9 +144,9 @@ def plan_walkers(rng, size, fps, horizon, floor_y, fig_h, rate_per_min) -> list[
     return out
 
 
-def plan_cars(rng, size, fps, horizon, floor_y, rate_per_min) -> list[Car]:
+def plan_cars(rng, lay: Layout, rate_per_min: float) -> list[Car]:
     """Cars on a road line behind the figure, each crossing the frame in 0.7-3 s."""
-    hgt, wid = size
+    (hgt, wid), fps, horizon, floor_y = lay.size, lay.fps, lay.horizon, lay.floor_y
     road = floor_y - rng.uniform(0.15, 0.45) * (floor_y - 0.3 * hgt)
     out = []
     for _ in range(rng.poisson(rate_per_min * horizon / fps / 60)):
@@ -140,8 +159,8 @@ def plan_cars(rng, size, fps, horizon, floor_y, rate_per_min) -> list[Car]:
     return out
 
 
-def plan_pendulum(rng, size, fps) -> Pendulum:
-    hgt, wid = size
+def plan_pendulum(rng, lay: Layout) -> Pendulum:
+    (hgt, wid), fps = lay.size, lay.fps
     length = rng.uniform(0.15, 0.5) * hgt
     period = 2 * pi * (length / hgt * 4.0) ** 0.5 * rng.uniform(0.8, 1.2)  # longer swings slower
     return Pendulum(
@@ -155,8 +174,8 @@ class Lighting:
     """Per-frame light: a gain on the whole frame (flicker; a light switched on or off) and,
     optionally, a pool of lamp light added with a per-frame weight. Both precomputed."""
 
-    def __init__(self, rng, size, fps: float, horizon: int, switch_rate_per_min: float) -> None:
-        hgt, wid = size
+    def __init__(self, rng, lay: Layout, switch_rate_per_min: float) -> None:
+        (hgt, wid), fps, horizon = lay.size, lay.fps, lay.horizon
         t = np.arange(horizon)
         gain = np.full(horizon, rng.uniform(0.85, 1.1))
         if rng.random() < 0.4:  # mains flicker of a cheap lamp, or a slow cloud drift

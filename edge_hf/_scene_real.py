@@ -137,29 +137,35 @@ class Occluder:
 class RealLayers:
     """Per-scene layers of the real preset: ``behind`` (cars, far walkers, the lamp) is drawn
     before the figure, ``front`` (the occluder, close walkers) after it, then ``finish`` (light
-    and defocus). `horizon`: frames planned; `story`: distractor rates for long streams."""
+    and defocus). `story`: distractor rates for long streams rather than short clips."""
 
-    def __init__(self, seed, size, fps, horizon, floor_y, fig_h, pad, photos, story) -> None:
+    def __init__(
+        self, seed: int, lay: dis.Layout, photos: Sequence[np.ndarray], story: bool
+    ) -> None:
         def rng(k: int) -> np.random.Generator:
             return np.random.default_rng([seed, 20 + k])
 
-        self.bg = background(rng(0), size, pad, floor_y, photos)
-        self.color = figure_color(rng(1), self.bg, floor_y, fig_h, pad)
+        size = lay.size
+        self.bg = background(rng(0), size, lay.pad, lay.floor_y, photos)
+        self.color = figure_color(rng(1), self.bg, lay.floor_y, lay.fig_h, lay.pad)
         r = rng(2)
-        self.occluder = Occluder(r, size, floor_y, fig_h) if r.random() < 0.35 else None
+        self.occluder = Occluder(r, size, lay.floor_y, lay.fig_h) if r.random() < 0.35 else None
         r = rng(3)
-        walkers = dis.plan_walkers(r, size, fps, horizon, floor_y, fig_h,
-                                   r.uniform(0.5, 3.0) if story else r.choice([0.0, 4.0, 10.0]))  # fmt: skip
+        walkers = dis.plan_walkers(
+            r, lay, r.uniform(0.5, 3.0) if story else r.choice([0.0, 4.0, 10.0])
+        )
         r = rng(4)
-        cars = dis.plan_cars(r, size, fps, horizon, floor_y,
-                             r.uniform(0.0, 4.0) if story and r.random() < 0.5 else
-                             (r.choice([0.0, 0.0, 8.0]) if not story else 0.0))  # fmt: skip
+        if story:
+            car_rate = r.uniform(0.0, 4.0) if r.random() < 0.5 else 0.0
+        else:
+            car_rate = r.choice([0.0, 0.0, 8.0])
+        cars = dis.plan_cars(r, lay, car_rate)
         r = rng(5)
-        lamp = [dis.plan_pendulum(r, size, fps)] if r.random() < 0.3 else []
+        lamp = [dis.plan_pendulum(r, lay)] if r.random() < 0.3 else []
         self.behind = [*cars, *(w for w in walkers if w.body.floor_y <= size[0]), *lamp]
         self.front = [w for w in walkers if w.body.floor_y > size[0]]
         r = rng(6)
-        self.light = dis.Lighting(r, size, fps, horizon, 0.5 if story else 3.0)
+        self.light = dis.Lighting(r, lay, 0.5 if story else 3.0)
         self.blur = r.uniform(0.5, 1.1) if r.random() < 0.25 else 0.0
 
     def draw_behind(self, out: np.ndarray, i: int, dx: int, dy: int) -> None:

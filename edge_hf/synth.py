@@ -56,7 +56,7 @@ import numpy as np
 from edge_hf import _figure as fig
 from edge_hf import _scenery, _story
 from edge_hf import _timelines as tl
-from edge_hf._distractors import CLIP_HORIZON_S
+from edge_hf._distractors import CLIP_HORIZON_S, Layout
 from edge_hf._scene_real import RealLayers
 from edge_hf._story import STORY_LABELS
 from edge_hf._timelines import HARD_NEGATIVES
@@ -245,9 +245,8 @@ class Scene:
             horizon = self.length
             if name not in _STORIES:
                 horizon = max(horizon, round(CLIP_HORIZON_S * self.fps))
-            self._layers = RealLayers(params.seed, self.size, self.fps, horizon,
-                                      params.floor * hgt, fig_h, self._pad, photos,
-                                      story=name in _STORIES)  # fmt: skip
+            lay = Layout(self.size, self.fps, horizon, params.floor * hgt, fig_h, self._pad)
+            self._layers = RealLayers(params.seed, lay, photos, story=name in _STORIES)
             self._bg, color = self._layers.bg, self._layers.color
         else:
             self._bg = _scenery.background(params, self.size, self._pad)

@@ -140,17 +140,19 @@ def test_distractors_move_in_real_scenes_and_never_in_easy_ones() -> None:
 
 
 def test_each_distractor_changes_pixels() -> None:
-    rng = np.random.default_rng(1)
-    walker = dis.plan_walkers(rng, SIZE, 25.0, 200, 80.0, 50.0, rate_per_min=60.0)[0]
-    car = dis.plan_cars(rng, SIZE, 25.0, 200, 80.0, rate_per_min=60.0)[0]
-    lamp = dis.plan_pendulum(rng, SIZE, 25.0)
+    rng, lay = np.random.default_rng(1), dis.Layout(SIZE, 25.0, 200, 80.0, 50.0)
+    walker = dis.plan_walkers(rng, lay, rate_per_min=60.0)[0]
+    car = dis.plan_cars(rng, lay, rate_per_min=60.0)[0]
+    lamp = dis.plan_pendulum(rng, lay)
     for d in (walker, car, lamp):
         k = d.start + d.n // 2 if hasattr(d, "start") else 3  # half-way across
         a, b = np.zeros((*SIZE, 3), np.uint8), np.zeros((*SIZE, 3), np.uint8)
         d.draw(a, k, 0, 0)
         d.draw(b, k + 4, 0, 0)
         assert a.any() and not np.array_equal(a, b), d
-    light = dis.Lighting(np.random.default_rng(5), SIZE, 25.0, 100, switch_rate_per_min=300.0)
+    light = dis.Lighting(
+        np.random.default_rng(5), lay._replace(horizon=100), switch_rate_per_min=300.0
+    )
     frames = []
     for i in range(100):
         f = np.full((*SIZE, 3), 100, np.uint8)
