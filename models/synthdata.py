@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -177,6 +178,20 @@ def write_streams(
     return sum(e - s + 1 for _, s, e, _ in rows)
 
 
+def _rate(frames: int, seconds: float) -> str:
+    return f"{frames / max(seconds, 1e-9):.0f} frames/s rendered and written"
+
+
+def _falls(streams: Path) -> str:
+    """'N falls, K of M streams without a fall', from segments.csv."""
+    with open(streams / "segments.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    videos = {r["video"] for r in rows}
+    falling = {r["video"] for r in rows if r["label"] == "fall"}
+    falls = sum(r["label"] == "fall" for r in rows)
+    return f"{falls} falls, {len(videos - falling)} of {len(videos)} streams without a fall"
+
+
 def _size(text: str) -> tuple[int, int]:
     try:
         h, w = (int(v) for v in text.lower().split("x"))
@@ -187,47 +202,45 @@ def _size(text: str) -> tuple[int, int]:
     return h, w
 
 
+_FLAGS = (  # flag, type, default, help
+    (
+        "--clips-per-class",
+        int,
+        60,
+        "clips per class; a quarter of them (by group) go to the test list",
+    ),
+    ("--streams", int, 0, "long labelled streams to write in OUT/streams"),
+    ("--stream-minutes", float, 3.0, "length of each real stream, minutes"),
+    ("--size", _size, (180, 320), "HxW of the written frames"),
+    ("--fps", float, 25.0, "frame rate of everything written"),
+    ("--seed", int, 0, "seed of everything written; another seed, other clips and streams"),
+    ("--jobs", int, min(4, os.cpu_count() or 1), "worker processes rendering and encoding"),
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m models.synthdata",
         description="Write synthetic action clips (UCF101 layout) and long labelled streams.",
     )
     ap.add_argument("out", type=Path, help="output folder (created)")
-    ap.add_argument("--preset", choices=synth.PRESETS, default="real",
-                    help="real: photographs/textures, distractors, hard negatives (class other); "
-                    "easy: the first plain scenes, six classes (default: %(default)s)")  # fmt: skip
-    ap.add_argument("--clips-per-class", type=int, default=60,
-                    help="clips per class; a quarter (by group) go to the test list (default: %(default)s)")  # fmt: skip
     ap.add_argument(
-        "--streams",
-        type=int,
-        default=0,
-        help="long labelled streams to write in OUT/streams (default: %(default)s)",
+        "--preset",
+        choices=synth.PRESETS,
+        default="real",
+        help="real: photographs or textures, distractors, hard negatives (class other); "
+        "easy: the first plain scenes, six classes (default: %(default)s)",
     )
     ap.add_argument(
-        "--stream-minutes",
-        type=float,
-        default=3.0,
-        help="length of each real stream, minutes (default: %(default)s)",
+        "--stream-codec",
+        choices=("h264", "mjpeg"),
+        default="h264",
+        help="real streams: h264 (ffmpeg, random bit rate) or mjpeg (random JPEG quality) "
+        "(default: %(default)s)",
     )
-    ap.add_argument("--stream-codec", choices=("h264", "mjpeg"), default="h264",
-                    help="h264 (ffmpeg, random bit rate) or mjpeg (random JPEG quality) for the "
-                    "streams (default: %(default)s)")  # fmt: skip
-    ap.add_argument(
-        "--size",
-        type=_size,
-        default=(180, 320),
-        help="HxW of the written frames (default: 180x320)",
-    )
-    ap.add_argument("--fps", type=float, default=25.0, help="frame rate (default: %(default)s)")
-    ap.add_argument("--seed", type=int, default=0,
-                    help="seed of everything written; another seed, other clips (default: %(default)s)")  # fmt: skip
-    ap.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        help="worker processes rendering and encoding (default: %(default)s)",
-    )
+    for flag, kind, default, text in _FLAGS:
+        shown = "x".join(map(str, default)) if isinstance(default, tuple) else "%(default)s"
+        ap.add_argument(flag, type=kind, default=default, help=f"{text} (default: {shown})")
     return ap
 
 
@@ -240,20 +253,22 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--stream-minutes must be in (0, 1440] and --fps in (0, 1000]")
     t0 = time.perf_counter()
     try:
-        n = write_action_dataset(args.out, args.clips_per_class, args.size, args.seed, args.fps,
-                                 preset=args.preset, workers=args.jobs)  # fmt: skip
+        n = write_action_dataset(
+            args.out, args.clips_per_class, args.size, args.seed, args.fps,
+            preset=args.preset, workers=args.jobs,
+        )  # fmt: skip
         t1 = time.perf_counter()
-        print(
-            f"wrote {args.out}: {n} frames in {t1 - t0:.1f} s ({n / max(t1 - t0, 1e-9):.0f} frames/s)"
-        )
+        print(f"wrote {args.out}: {n} frames in {t1 - t0:.1f} s ({_rate(n, t1 - t0)})")
         if args.streams:
             codec = "mjpeg-default" if args.preset == "easy" else args.stream_codec
-            m = write_streams(args.out / "streams", args.streams, args.size, args.seed, args.fps,
-                              preset=args.preset, minutes=args.stream_minutes, codec=codec,
-                              workers=args.jobs)  # fmt: skip
+            m = write_streams(
+                args.out / "streams", args.streams, args.size, args.seed, args.fps,
+                preset=args.preset, minutes=args.stream_minutes, codec=codec, workers=args.jobs,
+            )  # fmt: skip
             t2 = time.perf_counter()
-            print(f"wrote {args.out / 'streams'}: {m} frames ({m / args.fps / 3600:.2f} h) "
-                  f"in {t2 - t1:.1f} s ({m / max(t2 - t1, 1e-9):.0f} frames/s)")  # fmt: skip
+            hours, falls = m / args.fps / 3600, _falls(args.out / "streams")
+            print(f"wrote {args.out / 'streams'}: {m} frames ({hours:.2f} h, {falls}) "
+                  f"in {t2 - t1:.1f} s ({_rate(m, t2 - t1)})")  # fmt: skip
     except (synthvideo.EncoderMissing, BackgroundError) as e:
         print(f"models.synthdata: error: {e}", file=sys.stderr)
         return 3
