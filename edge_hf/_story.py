@@ -29,7 +29,8 @@ _ACTIVITIES = {"stand": 3.0, "sit": 1.0, "crouch": 1.0, "pick_up": 1.2, "stumble
 
 
 def story(st: tl.Stage) -> list[tl.Beat]:
-    """Activities until ``story_s`` seconds are filled; falls at seeded moments in between."""
+    """Activities until ``story_s`` seconds are filled (a little more: the last activity ends);
+    falls at seeded moments in between."""
     p, rng = st.p, st.rng(41)
     total = st.frames(p.story_s)
     fall_at = sorted(rng.uniform(0.05, 0.9, max(0, p.falls)) * total)
@@ -38,7 +39,7 @@ def story(st: tl.Stage) -> list[tl.Beat]:
     x = tl.spot(st, 1, rng.uniform())
     beats: list[tl.Beat] = []
     n = 0
-    while n < total:
+    while n < total or fall_at:  # every planned fall happens, even if late
         falling = bool(fall_at) and n >= fall_at[0]
         kind = "fall" if falling else names[rng.choice(len(names), p=weights / weights.sum())]
         if falling:

@@ -124,6 +124,12 @@ def test_story_segments_cover_every_frame(falls: int, seed: int) -> None:
         assert scene.label_at(e + 1) == "lying" and scene.pose(s - 1).tilt == 0.0
 
 
+def test_every_planned_fall_happens() -> None:
+    for seed in range(30):  # short stories: the falls crowd the end
+        scene = _real("story", seed, story_s=20.0, falls=3)
+        assert sum(label == "fall" for *_, label in scene.segments()) == 3, seed
+
+
 def test_distractors_move_in_real_scenes_and_never_in_easy_ones() -> None:
     """A held arm does not move: any change between two frames is the scene's (noise and shake
     off). The easy preset is the control: nothing changes there."""
