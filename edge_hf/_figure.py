@@ -56,12 +56,15 @@ class Pose(NamedTuple):
 
 @dataclass(frozen=True)
 class Body:
-    """The figure's size, colour and where the floor is, in pixels."""
+    """The figure's size, colour and where the floor is, in pixels. ``color`` is the legs' (and
+    everything's, unless ``upper`` colours the torso and arms and ``head`` the head)."""
 
     height: float
     thickness: int
     color: tuple[int, int, int]
     floor_y: float
+    upper: tuple[int, int, int] | None = None
+    head: tuple[int, int, int] | None = None
 
 
 def standing(x: float) -> Pose:
@@ -172,6 +175,7 @@ def draw(out: np.ndarray, body: Body, p: Pose, dx: float = 0.0, dy: float = 0.0)
     col, t, aa = body.color, body.thickness, cv2.LINE_AA
     for a, b in ((hip, knee_a), (knee_a, foot_a), (hip, knee_b), (knee_b, foot_b)):
         cv2.line(out, a, b, col, t, aa, _SHIFT)
+    col = body.upper or col
     for hand in (hand_a, hand_b):
         cv2.line(out, shoulder, hand, col, t, aa, _SHIFT)
     cx, cy = (hip[0] + neck[0]) // 2, (hip[1] + neck[1]) // 2
@@ -179,4 +183,4 @@ def draw(out: np.ndarray, body: Body, p: Pose, dx: float = 0.0, dy: float = 0.0)
     angle = degrees(atan2(neck[1] - hip[1], neck[0] - hip[0]))
     axes = (round(half), round(TORSO_HALF_W * body.height * _ONE))
     cv2.ellipse(out, (cx, cy), axes, angle, 0, 360, col, -1, aa, _SHIFT)
-    cv2.circle(out, head, round(HEAD_R * body.height * _ONE), col, -1, aa, _SHIFT)
+    cv2.circle(out, head, round(HEAD_R * body.height * _ONE), body.head or col, -1, aa, _SHIFT)

@@ -8,7 +8,7 @@ look-alike pair with one seed shares every pixel that is not the figure's motion
   (:mod:`edge_hf._textures`), often with a separate floor, a few pieces of furniture, then
   brightness, contrast, colour cast, blur and vignetting;
 - the figure's colour: high contrast, low contrast against the floor band (dark on dark, light
-  on light) or anything at all;
+  on light) or anything at all; sometimes a top of another colour and a face;
 - an occluder in front of the figure (a post, a low box, a bush) in some scenes;
 - distractors (:mod:`edge_hf._distractors`): walkers, cars, a pendulum lamp, the light;
 - a defocus blur of the whole frame in some scenes.
@@ -97,6 +97,19 @@ def figure_color(rng, bg: np.ndarray, floor_y: float, fig_h: float, pad: int) ->
     return bgr(rng.uniform(0, 255, 3))
 
 
+def clothes(rng, color: BGR) -> tuple[BGR | None, BGR | None]:
+    """(upper, head): a top of another colour and a face, or neither (one colour all over).
+    Near `color`'s brightness, so a low-contrast figure stays low-contrast."""
+    upper = head = None
+    base = np.array(color, np.float32)
+    if rng.random() < 0.5:
+        upper = bgr(np.clip(base + rng.normal(0, 35, 3), 0, 255))
+    if rng.random() < 0.5:
+        skin = np.array([0.55, 0.7, 0.95], np.float32) * rng.uniform(60, 230)  # BGR skin tones
+        head = bgr(np.clip(0.5 * skin + 0.5 * base, 0, 255))
+    return upper, head
+
+
 class Occluder:
     """Something between the camera and the figure, drawn over it: a post, a low box or a bush,
     coloured from a texture. Fixed in the scene (moves with the camera shake)."""
@@ -148,6 +161,7 @@ class RealLayers:
         size = lay.size
         self.bg = background(rng(0), size, lay.pad, lay.floor_y, photos)
         self.color = figure_color(rng(1), self.bg, lay.floor_y, lay.fig_h, lay.pad)
+        self.upper, self.head = clothes(rng(7), self.color)
         r = rng(2)
         self.occluder = Occluder(r, size, lay.floor_y, lay.fig_h) if r.random() < 0.35 else None
         r = rng(3)

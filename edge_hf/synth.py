@@ -248,15 +248,18 @@ class Scene:
             lay = Layout(self.size, self.fps, horizon, params.floor * hgt, fig_h, self._pad)
             self._layers = RealLayers(params.seed, lay, photos, story=name in _STORIES)
             self._bg, color = self._layers.bg, self._layers.color
+            clothes = (self._layers.upper, self._layers.head)
         else:
             self._bg = _scenery.background(params, self.size, self._pad)
-        self._body = fig.Body(fig_h, thick, color, params.floor * hgt)
+            clothes = (None, None)
+        self._body = fig.Body(fig_h, thick, color, params.floor * hgt, *clothes)
         self._noise = _scenery.noise_tiles(params, self.size)
         self._shape = (hgt, wid, 3)
 
     @property
     def figure_color(self) -> tuple[int, int, int]:
-        """The labelled figure's BGR colour (the real preset picks it against the background)."""
+        """The labelled figure's (legs') BGR colour; the real preset picks it against the
+        background and may give the figure a top of another colour and a face."""
         return self._body.color
 
     def render(self, index: int, out: np.ndarray) -> None:
