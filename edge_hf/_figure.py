@@ -8,19 +8,18 @@ its motion across frames tells the direction.
 
 A :class:`Pose` is a handful of angles plus the feet position; :func:`draw` turns it into cv2
 primitives drawn in place, with 4 bits of sub-pixel precision so slow motion stays smooth.
+Besides walking and toppling, poses for the hard negatives of the ``real`` preset: crouching,
+bending over, sitting on the floor and kneeling; :func:`blend` moves between any two poses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from math import atan2, cos, degrees, hypot, pi, sin
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import cv2
 import numpy as np
-
-if TYPE_CHECKING:
-    from edge_hf.synth import SceneParams
 
 # Proportions as fractions of the standing height (feet to top of head, about 1.0 in total).
 HEAD_R = 0.075
@@ -38,8 +37,6 @@ REACH = 1.1  # radians both arms reach towards the floor half-way down
 
 _SHIFT = 4  # cv2 fixed-point bits
 _ONE = 1 << _SHIFT
-NOISE_TILES = 3  # noise tiles cycled over frames, each also offset per frame
-NOISE_PAD = 16  # noise tiles are this much larger than the frame, for per-frame offsets
 
 
 class Pose(NamedTuple):
@@ -53,16 +50,21 @@ class Pose(NamedTuple):
     knee: float = 0.0  # knee bend towards `side`
     arm_a: float = ARM_REST
     arm_b: float = -ARM_REST
+    hip: float = 0.0  # both thighs raised towards `side` (sitting: pi/2; kneeling: negative)
+    lean: float = 0.0  # torso, head and arms turned about the hip towards `side`
 
 
 @dataclass(frozen=True)
 class Body:
-    """The figure's size, colour and where the floor is, in pixels."""
+    """The figure's size, colour and where the floor is, in pixels. ``color`` is the legs' (and
+    everything's, unless ``upper`` colours the torso and arms and ``head`` the head)."""
 
     height: float
     thickness: int
     color: tuple[int, int, int]
     floor_y: float
+    upper: tuple[int, int, int] | None = None
+    head: tuple[int, int, int] | None = None
 
 
 def standing(x: float) -> Pose:
@@ -90,34 +92,63 @@ def toppling(x: float, side: float, g: float) -> Pose:
     )
 
 
+def blend(a: Pose, b: Pose, t: float) -> Pose:
+    """The pose a fraction t (0..1) of the way from a to b, every field linearly."""
+    return Pose(*(u + (v - u) * t for u, v in zip(a, b, strict=True)))
+
+
+def crouching(x: float, side: float, d: float) -> Pose:
+    """Knees bent towards `side`, leaning forward, arms forward; d 0 standing .. 1 deep crouch."""
+    return Pose(x, side=side, knee=1.15 * d, lean=0.45 * d,
+                arm_a=ARM_REST + side * 0.9 * d, arm_b=-ARM_REST + side * 1.1 * d)  # fmt: skip
+
+
+def bending(x: float, side: float, d: float) -> Pose:
+    """Bent over at the hip towards `side`, hands going to the floor; d 0 standing .. 1 down."""
+    lean = 1.35 * d
+    return Pose(x, side=side, knee=0.3 * d, lean=lean, hip=0.1 * d,
+                arm_a=ARM_REST * (1 - d) + side * (lean - 0.05), arm_b=-ARM_REST * (1 - d) + side * (lean + 0.1))  # fmt: skip
+
+
+def sitting(x: float, side: float) -> Pose:
+    """Sitting on the floor, legs forward towards `side` with the knees up, hands behind."""
+    return Pose(x, side=side, hip=0.5 * pi + 0.35, knee=0.35, lean=-0.2,
+                arm_a=-side * 0.45, arm_b=-side * 0.3)  # fmt: skip
+
+
+def kneeling(x: float, side: float, lean: float = 0.25) -> Pose:
+    """On both knees, shins flat behind, torso leaning `lean` towards `side`."""
+    return Pose(x, side=side, hip=-0.25 * pi, knee=0.25 * pi, lean=lean,
+                arm_a=ARM_REST + side * 0.6, arm_b=-ARM_REST + side * 0.8)  # fmt: skip
+
+
 def _limb(ox: float, oy: float, length: float, angle: float) -> tuple[float, float]:
     """End of a segment hanging from (ox, oy) at `angle` from straight down (y up)."""
     return ox + length * sin(angle), oy - length * cos(angle)
 
 
 def _local_points(h: float, p: Pose) -> list[tuple[float, float]]:
-    """Joints in body coordinates (y up, hip at x=0), lowest foot at y=0. Order: hip, neck,
+    """Joints in body coordinates (y up, hip at x=0), lowest joint at y=0. Order: hip, neck,
     head centre, shoulder, hand A, hand B, knee A, foot A, knee B, foot B."""
-    bend = p.side * p.knee
-    knee_a = _limb(0.0, 0.0, THIGH * h, p.swing + bend)
-    foot_a = _limb(*knee_a, SHIN * h, p.swing - bend)
-    knee_b = _limb(0.0, 0.0, THIGH * h, -p.swing + bend)
-    foot_b = _limb(*knee_b, SHIN * h, -p.swing - bend)
-    lift = -min(foot_a[1], foot_b[1])
+    bend, up = p.side * p.knee, p.side * p.hip
+    knee_a = _limb(0.0, 0.0, THIGH * h, p.swing + up + bend)
+    foot_a = _limb(*knee_a, SHIN * h, p.swing + up - bend)
+    knee_b = _limb(0.0, 0.0, THIGH * h, -p.swing + up + bend)
+    foot_b = _limb(*knee_b, SHIN * h, -p.swing + up - bend)
     sh_y = (TORSO - SHOULDER_DROP) * h
-    pts = [
-        (0.0, 0.0),
+    upper = [
         (0.0, TORSO * h),
         (0.0, (TORSO + NECK_GAP + HEAD_R) * h),
         (0.0, sh_y),
         _limb(0.0, sh_y, ARM * h, p.arm_a),
         _limb(0.0, sh_y, ARM * h, p.arm_b),
-        knee_a,
-        foot_a,
-        knee_b,
-        foot_b,
     ]
-    return [(x, y + lift) for x, y in pts]
+    if p.lean:
+        c, s = cos(p.lean), p.side * sin(p.lean)
+        upper = [(x * c + y * s, y * c - x * s) for x, y in upper]
+    legs = [knee_a, foot_a, knee_b, foot_b]
+    lift = -min(y for _, y in legs)
+    return [(x, y + lift) for x, y in [(0.0, 0.0), *upper, *legs]]
 
 
 def image_points(body: Body, p: Pose, dx: float, dy: float) -> list[tuple[int, int]]:
@@ -144,6 +175,7 @@ def draw(out: np.ndarray, body: Body, p: Pose, dx: float = 0.0, dy: float = 0.0)
     col, t, aa = body.color, body.thickness, cv2.LINE_AA
     for a, b in ((hip, knee_a), (knee_a, foot_a), (hip, knee_b), (knee_b, foot_b)):
         cv2.line(out, a, b, col, t, aa, _SHIFT)
+    col = body.upper or col
     for hand in (hand_a, hand_b):
         cv2.line(out, shoulder, hand, col, t, aa, _SHIFT)
     cx, cy = (hip[0] + neck[0]) // 2, (hip[1] + neck[1]) // 2
@@ -151,62 +183,4 @@ def draw(out: np.ndarray, body: Body, p: Pose, dx: float = 0.0, dy: float = 0.0)
     angle = degrees(atan2(neck[1] - hip[1], neck[0] - hip[0]))
     axes = (round(half), round(TORSO_HALF_W * body.height * _ONE))
     cv2.ellipse(out, (cx, cy), axes, angle, 0, 360, col, -1, aa, _SHIFT)
-    cv2.circle(out, head, round(HEAD_R * body.height * _ONE), col, -1, aa, _SHIFT)
-
-
-# ----------------------------------------------------------------------------- scenery
-
-
-def background(p: SceneParams, size: tuple[int, int], pad: int) -> np.ndarray:
-    """The static scene, `pad` pixels larger on every side so camera shake can crop it."""
-    h, w = size[0] + 2 * pad, size[1] + 2 * pad
-    c0, c1 = (np.array(c, np.float32) for c in p.bg_colors)
-    bg = np.empty((h, w, 3), np.uint8)
-    if p.background == "gradient":
-        ramp = np.linspace(0.0, 1.0, h, dtype=np.float32)[:, None, None]
-        bg[:] = np.rint(c0 + (c1 - c0) * ramp).astype(np.uint8)
-        return bg
-    bg[:] = p.bg_colors[0]
-    if p.background == "flat":
-        return bg
-    floor_y = pad + round(p.floor * size[0])
-    bg[floor_y:] = p.bg_colors[1]
-    rng = np.random.default_rng([p.seed, 3])
-    for _ in range(p.shapes):
-        color = bgr(np.rint(c0 + (c1 - c0) * rng.uniform(0, 1, 3)))
-        cx, cy = int(rng.integers(0, w)), int(rng.integers(0, max(1, floor_y)))
-        r = int(rng.uniform(0.04, 0.15) * size[0])
-        if rng.random() < 0.5:
-            cv2.circle(bg, (cx, cy), r, color, -1, cv2.LINE_AA)
-        else:
-            rw, rh = int(r * rng.uniform(0.5, 2.5)), int(r * rng.uniform(0.5, 2.5))
-            cv2.rectangle(bg, (cx - rw, cy - rh), (cx + rw, cy + rh), color, -1)
-    return bg
-
-
-def noise_tiles(p: SceneParams, size: tuple[int, int]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(positive, negative) uint8 parts of a few Gaussian noise fields, added/subtracted with
-    saturation; each is NOISE_PAD larger than the frame so frames can use offset windows."""
-    if p.noise <= 0:
-        return []
-    rng = np.random.default_rng([p.seed, 5])
-    shape = (size[0] + NOISE_PAD, size[1] + NOISE_PAD, 3)
-    tiles = []
-    for _ in range(NOISE_TILES):
-        n = np.rint(rng.standard_normal(shape, np.float32) * p.noise)
-        tiles.append((np.clip(n, 0, 255).astype(np.uint8), np.clip(-n, 0, 255).astype(np.uint8)))
-    return tiles
-
-
-def shake(p: SceneParams, n: int, fps: float) -> list[tuple[int, int]]:
-    """Per-frame integer camera offset: two incommensurate sines per axis, seed-phased."""
-    if p.jitter <= 0:
-        return [(0, 0)] * n
-    ph = np.random.default_rng([p.seed, 11]).uniform(0, 2 * pi, 4)
-    out = []
-    for i in range(n):
-        t = 2 * pi * i / fps
-        jx = 0.6 * sin(0.9 * t + ph[0]) + 0.4 * sin(2.3 * t + ph[1])
-        jy = 0.6 * sin(0.7 * t + ph[2]) + 0.4 * sin(1.9 * t + ph[3])
-        out.append((round(p.jitter * jx), round(p.jitter * jy)))
-    return out
+    cv2.circle(out, head, round(HEAD_R * body.height * _ONE), body.head or col, -1, aa, _SHIFT)

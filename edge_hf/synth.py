@@ -24,6 +24,20 @@ Every frame of an action scene carries the action's name (``segments()`` is one 
 - ``get_up``   the lie-down path in reverse, slowly
 Each loop holds two falls and one lie-down in a seed-dependent order and ends where it starts.
 
+Hard negatives (``HARD_NEGATIVES``, short clips): ``sit_down`` (to the floor, then sitting),
+``crouch`` (down and up), ``pick_up`` (bend to the floor and up), ``stumble`` (a fall's start,
+caught), ``turn`` (stop mid-walk, walk back), ``get_up`` (from lying); ``other`` is one of them
+drawn from the seed. ``story`` is a long stream (``SceneParams.story_s``) with ``falls`` falls and
+frame labels ``STORY_LABELS`` (see :mod:`edge_hf._story`).
+
+Presets (``PRESETS``): ``easy`` is one figure on a flat, gradient or shapes background, nothing
+else moving (the scenes above, as first made). ``real`` is domain-randomised so a model cannot
+lean on a clean scene (:mod:`edge_hf._scene_real`): photographs (passed in as arrays; edge_hf
+ships none) or procedural textures, furniture, light and colour changes, a figure of any size
+and colour (low contrast too) that may enter or leave the frame or be partly hidden, other
+walkers, cars, a swinging lamp, flicker and light switches, noise, shake and blur; falls and
+lie-downs come from standing or out of a walk, straight or over the knees.
+
 All variation comes from :class:`SceneParams`, sampled deterministically from the seed; frame ``i``
 depends only on (params, size, fps, i), so ``render`` has random access. ``render`` draws into the
 caller's buffer and allocates no arrays: the background and a few sensor-noise tiles are made once.
@@ -32,22 +46,32 @@ caller's buffer and allocates no arrays: the background and a few sensor-noise t
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from math import pi, sin
-from typing import NamedTuple
+from math import pi
 
 import cv2
 import numpy as np
 
 from edge_hf import _figure as fig
+from edge_hf import _scenery, _story
+from edge_hf import _timelines as tl
+from edge_hf._distractors import CLIP_HORIZON_S, Layout
+from edge_hf._scene_real import RealLayers
+from edge_hf._story import STORY_LABELS
+from edge_hf._timelines import HARD_NEGATIVES
 
 ACTIONS: tuple[str, ...] = ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
 SCENES: tuple[str, ...] = (*ACTIONS, "demo")
 DEMO_LABELS: tuple[str, ...] = ("walk", "stand", "fall", "lie_down", "lying", "get_up")
-BACKGROUNDS: tuple[str, ...] = ("flat", "gradient", "shapes")
+REAL_CLASSES: tuple[str, ...] = (*ACTIONS, "other")  # the real preset's action dataset
+NAMES: tuple[str, ...] = (*SCENES, *HARD_NEGATIVES, "other", "story")  # every valid scene
+PRESETS: tuple[str, ...] = ("easy", "real")
+BACKGROUNDS: tuple[str, ...] = ("flat", "gradient", "shapes")  # easy; "real" draws its own
 
-_LYING_REACH = 1.05  # lying figure's extent from the feet, in figure heights
-_MARGIN = 0.4  # free space kept at the frame edges, in figure heights
+__all__ = ["ACTIONS", "BACKGROUNDS", "DEMO_LABELS", "HARD_NEGATIVES", "NAMES", "PRESETS",
+           "REAL_CLASSES", "SCENES", "STORY_LABELS", "Scene", "SceneParams", "make_scene",
+           "write_clip"]  # fmt: skip
 
 BGR = tuple[int, int, int]
 
@@ -59,9 +83,9 @@ class SceneParams:
 
     height: float  # figure height, fraction of frame height
     thickness: float  # limb thickness, fraction of figure height
-    color: BGR  # figure colour
+    color: BGR  # figure colour (real: picked against the background instead)
     floor: float  # floor line (feet), fraction of frame height from the top
-    background: str  # one of BACKGROUNDS
+    background: str  # one of BACKGROUNDS, or "real" (the real preset's scenery)
     bg_colors: tuple[BGR, BGR]  # wall/floor or gradient top/bottom; shapes blend between them
     shapes: int  # static shapes on the wall ("shapes" background)
     noise: float  # sensor noise standard deviation, grey levels (0: none)
@@ -79,10 +103,15 @@ class SceneParams:
     wave_amp: float  # half the waving arc, radians
     hold: float  # held arm at wave_center + hold * wave_amp, -1..1
     seed: int  # background shapes, noise tiles, camera shake and the demo story
+    story_s: float = 180.0  # length of a story, seconds
+    falls: int = 2  # falls in a story
 
     @classmethod
-    def sample(cls, seed: int) -> SceneParams:
-        """Draw every field from numpy's PCG64 seeded with `seed`: the same seed, the same scene."""
+    def sample(cls, seed: int, preset: str = "easy") -> SceneParams:
+        """Draw every field from numpy's PCG64 seeded with `seed`: the same seed, the same scene.
+        `preset` "real" draws from wider ranges (far and small figures too, faster falls)."""
+        if preset == "real":
+            return _sample_real(cls, seed)
         rng = np.random.default_rng(seed)
         u = rng.uniform
         bright = bool(rng.random() < 0.5)  # bright figure on a dark scene, or the reverse
@@ -104,6 +133,21 @@ class SceneParams:
         )  # fmt: skip
 
 
+def _sample_real(cls, seed: int) -> SceneParams:
+    rng = np.random.default_rng([seed, 19])
+    u = rng.uniform
+    far = rng.random() < 0.3
+    return cls(
+        height=u(0.2, 0.32) if far else u(0.32, 0.62), thickness=u(0.03, 0.07),
+        color=(255, 255, 255), floor=u(0.62, 0.97), background="real",
+        bg_colors=((0, 0, 0), (0, 0, 0)), shapes=0, noise=u(0.0, 8.0),
+        jitter=u(0.0, 2.5) if rng.random() < 0.5 else 0.0, speed=u(0.5, 1.4), start=u(0.0, 1.0),
+        swing=u(0.25, 0.5), side=1 if rng.random() < 0.5 else -1, lead_s=u(0.3, 0.9),
+        fall_s=u(0.35, 0.9), lie_s=u(2.5, 4.5), clip_s=u(2.4, 3.6), wave_hz=u(1.2, 2.4),
+        wave_center=u(1.75, 2.1), wave_amp=u(0.5, 0.8), hold=u(-1.0, 1.0), seed=int(seed),
+    )  # fmt: skip
+
+
 # Accepted ranges, checked once when a Scene is built (a bad override fails naming its field).
 _LIMITS = {
     "height": (0.05, 0.9), "thickness": (0.01, 0.2), "floor": (0.3, 1.0), "shapes": (0, 100),
@@ -111,6 +155,7 @@ _LIMITS = {
     "swing": (0.05, 0.8), "side": (-1, 1), "lead_s": (0.0, 30.0), "fall_s": (0.04, 30.0),
     "lie_s": (0.04, 60.0), "clip_s": (0.2, 600.0), "wave_hz": (0.05, 10.0),
     "wave_center": (0.0, pi), "wave_amp": (0.0, pi / 2), "hold": (-1.0, 1.0),
+    "story_s": (1.0, 24 * 3600.0), "falls": (0, 1000),
 }  # fmt: skip
 
 
@@ -128,199 +173,94 @@ def _check_params(p: SceneParams) -> None:
             raise ValueError(f"SceneParams.{name} must be 3 BGR values in 0..255, got {color!r}")
     if p.side not in (-1, 1):
         raise ValueError(f"SceneParams.side must be +1 or -1, got {p.side!r}")
-    if p.background not in BACKGROUNDS:
+    if p.background not in (*BACKGROUNDS, "real"):
         raise ValueError(
-            f"SceneParams.background must be one of {BACKGROUNDS}, got {p.background!r}"
+            f"SceneParams.background must be one of {(*BACKGROUNDS, 'real')}, got {p.background!r}"
         )
 
 
-# ----------------------------------------------------------------------------- timelines
-
-
-class _Stage(NamedTuple):
-    """What a timeline builder needs: frame width, figure height (px), fps and the params."""
-
-    width: int
-    h: float
-    fps: float
-    p: SceneParams
-
-    def frames(self, seconds: float) -> int:
-        return max(1, round(seconds * self.fps))
-
-
-_Beat = tuple[str, list[fig.Pose]]  # (label, poses)
-
-
-def _walk(st: _Stage, x0: float, x1: float, n: int | None = None) -> list[fig.Pose]:
-    """Walk from x0 towards x1 (x1 is the next beat's first position) in n frames (default: at
-    the params' speed), in whole half-cycles, so the legs are together at both ends."""
-    dist = abs(x1 - x0)
-    if n is None:
-        n = max(1, round(dist / (st.p.speed * st.h / st.fps)))
-    step = 2 * (fig.THIGH + fig.SHIN) * st.h * sin(st.p.swing)
-    half_cycles = max(1, round(dist / step))
-    return [
-        fig.walking(x0 + (x1 - x0) * i / n, pi * half_cycles * i / n, st.p.swing) for i in range(n)
-    ]
-
-
-def _topple(x: float, side: float, n: int, ease) -> list[fig.Pose]:
-    """n frames along the shared standing-to-lying path; ease maps time (0, 1] to progress."""
-    return [fig.toppling(x, side, ease((i + 1) / n)) for i in range(n)]
-
-
-def _accelerate(u: float) -> float:  # a fall: starts slowly, hits the floor at full speed
-    return u * u
-
-
-def _smooth(u: float) -> float:  # deliberate: eases in and out
-    return u * u * (3 - 2 * u)
-
-
-def _rise(u: float) -> float:
-    return 1.0 - _smooth(u)
-
-
-def _spot(st: _Stage, side: int, where: float) -> float:
-    """A feet position with room to topple towards `side`; where in 0..1 across the free range."""
-    m, reach = _MARGIN * st.h, _LYING_REACH * st.h
-    lo, hi = (m, st.width - m - reach) if side > 0 else (m + reach, st.width - m)
-    return lo + where * max(0.0, hi - lo)
-
-
-def _walk_clip(st: _Stage, leftward: bool) -> list[_Beat]:
-    n = st.frames(st.p.clip_s)
-    free = st.width - 2 * _MARGIN * st.h
-    dist = min(st.p.speed * st.h / st.fps * n, free)
-    x0 = _MARGIN * st.h + st.p.start * (free - dist)
-    x1 = x0 + dist
-    if leftward:  # the exact mirror image of the rightward clip
-        x0, x1 = st.width - 1 - x0, st.width - 1 - x1
-    label = "walk_left" if leftward else "walk_right"
-    # x1 is reached at frame n, so n frames cover dist * (n - 1) / n: close enough
-    return [(label, _walk(st, x0, x1, n))]
-
-
-def _arm_clip(st: _Stage, waving: bool) -> list[_Beat]:
-    p, n = st.p, st.frames(st.p.clip_s)
-    m = _MARGIN * st.h
-    x = m + p.start * (st.width - 2 * m)
-    stance = fig.Pose(x, swing=0.08, arm_b=-p.side * fig.ARM_REST)
-    if waving:
-        w = 2 * pi * p.wave_hz / st.fps
-        angles = [p.wave_center + p.wave_amp * sin(w * i) for i in range(n)]
-    else:
-        angles = [p.wave_center + p.hold * p.wave_amp] * n
-    poses = [stance._replace(arm_a=p.side * a) for a in angles]
-    return [("wave" if waving else "hold", poses)]
-
-
-def _topple_clip(st: _Stage, fast: bool) -> list[_Beat]:
-    p = st.p
-    x = _spot(st, p.side, p.start)
-    lead = st.frames(p.lead_s)
-    if fast:
-        n = st.frames(p.fall_s)
-        rest = max(st.frames(0.6), st.frames(p.clip_s) - lead - n)
-        motion = ("fall", _topple(x, p.side, n, _accelerate))
-    else:
-        n = st.frames(p.lie_s)
-        rest = st.frames(0.5)
-        motion = ("lie_down", _topple(x, p.side, n, _smooth))
-    lying = fig.toppling(x, p.side, 1.0)
-    return [("stand", [fig.standing(x)] * lead), motion, ("lying", [lying] * rest)]
-
-
-def _demo(st: _Stage) -> list[_Beat]:
-    """The looping story: walk to a spot, (stand,) fall or lie down, lie, get up, stand; repeat;
-    walk back to the start so the loop is seamless."""
-    rng = np.random.default_rng([st.p.seed, 7])
-    kinds = [str(k) for k in rng.permutation(["fall", "fall", "lie_down"])]
-    x_start = x = _spot(st, 1, rng.uniform(0.0, 0.3))
-    beats: list[_Beat] = []
-    for kind in kinds:
-        side = 1 if rng.random() < 0.5 else -1
-        for _ in range(20):  # walk somewhere noticeably different
-            target = _spot(st, side, rng.uniform())
-            if abs(target - x) > 0.15 * st.width:
-                break
-        beats.append(("walk", _walk(st, x, target)))
-        x = target
-        if kind == "lie_down" or rng.random() < 0.5:  # a fall may come straight out of the walk
-            beats.append(("stand", [fig.standing(x)] * st.frames(rng.uniform(0.3, 1.0))))
-        fast = kind == "fall"
-        n = st.frames(st.p.fall_s if fast else st.p.lie_s)
-        beats.append((kind, _topple(x, side, n, _accelerate if fast else _smooth)))
-        beats.append(("lying", [fig.toppling(x, side, 1.0)] * st.frames(rng.uniform(2.0, 4.0))))
-        beats.append(("get_up", _topple(x, side, st.frames(rng.uniform(1.5, 2.5)), _rise)))
-        beats.append(("stand", [fig.standing(x)] * st.frames(rng.uniform(0.4, 1.0))))
-    beats.append(("walk", _walk(st, x, x_start)))
-    return beats
-
-
 _TIMELINES = {
-    "walk_left": lambda st: _walk_clip(st, leftward=True),
-    "walk_right": lambda st: _walk_clip(st, leftward=False),
-    "wave": lambda st: _arm_clip(st, waving=True),
-    "hold": lambda st: _arm_clip(st, waving=False),
-    "fall": lambda st: _topple_clip(st, fast=True),
-    "lie_down": lambda st: _topple_clip(st, fast=False),
-    "demo": _demo,
+    "walk_left": lambda st: tl.walk_clip(st, leftward=True),
+    "walk_right": lambda st: tl.walk_clip(st, leftward=False),
+    "wave": lambda st: tl.arm_clip(st, waving=True),
+    "hold": lambda st: tl.arm_clip(st, waving=False),
+    "fall": lambda st: tl.topple_clip(st, fast=True),
+    "lie_down": lambda st: tl.topple_clip(st, fast=False),
+    "demo": tl.demo,
+    **{k: (lambda st, k=k: tl.hard_negative_clip(st, k)) for k in HARD_NEGATIVES},
+    "other": tl.other_clip,
+    "story": _story.story,
 }
-
-
-def _segments(beats: list[_Beat]) -> list[tuple[int, int, str]]:
-    """(start, end inclusive, label) per run of equal labels."""
-    out: list[tuple[int, int, str]] = []
-    start = 0
-    for label, poses in beats:
-        if not poses:
-            continue
-        end = start + len(poses) - 1
-        if out and out[-1][2] == label:
-            out[-1] = (out[-1][0], end, label)
-        else:
-            out.append((start, end, label))
-        start = end + 1
-    return out
+_STORIES = ("demo", "story")  # labelled frame by frame; every other scene is one label
 
 
 # ----------------------------------------------------------------------------- API
 
 
+def _check_scene_args(name: str, size: tuple[int, int], fps: float, preset: str) -> None:
+    if name not in _TIMELINES:
+        raise ValueError(f"unknown synth scene {name!r}; valid scenes: {', '.join(NAMES)}")
+    if preset not in PRESETS:
+        raise ValueError(f"unknown synth preset {preset!r}; valid presets: {', '.join(PRESETS)}")
+    if len(size) != 2 or min(size) < 32:
+        raise ValueError(f"synth size must be (H, W) with both >= 32, got {size!r}")
+    if not 0 < fps <= 1000:
+        raise ValueError(f"synth fps must be in (0, 1000], got {fps!r}")
+
+
 class Scene:
     """One procedural scene. Build with :func:`make_scene`; ``render(i, out)`` has random access.
 
-    Attributes: ``name``, ``params`` (SceneParams), ``size`` (H, W), ``fps``, ``length`` (frames in
-    one pass). Read-only after construction, so threads may render one scene into their own buffers.
+    Attributes: ``name``, ``params`` (SceneParams), ``preset``, ``size`` (H, W), ``fps``,
+    ``length`` (frames in one pass). Read-only after construction, so threads may render one scene into their own buffers.
     """
 
-    def __init__(self, name: str, params: SceneParams, size: tuple[int, int], fps: float) -> None:
-        if name not in _TIMELINES:
-            raise ValueError(f"unknown synth scene {name!r}; valid scenes: {', '.join(SCENES)}")
-        if len(size) != 2 or min(size) < 32:
-            raise ValueError(f"synth size must be (H, W) with both >= 32, got {size!r}")
-        if not 0 < fps <= 1000:
-            raise ValueError(f"synth fps must be in (0, 1000], got {fps!r}")
+    def __init__(
+        self,
+        name: str,
+        params: SceneParams,
+        size: tuple[int, int],
+        fps: float,
+        preset: str = "easy",
+        photos: Sequence[np.ndarray] = (),
+    ) -> None:
+        _check_scene_args(name, size, fps, preset)
         _check_params(params)
-        self.name, self.params, self.fps = name, params, float(fps)
+        self.name, self.params, self.fps, self.preset = name, params, float(fps), preset
         self.size = (int(size[0]), int(size[1]))
         hgt, wid = self.size
         fig_h = min(params.height * hgt, 0.55 * wid)  # lying down must fit across the frame
         thick = max(2, round(params.thickness * fig_h))
-        self._body = fig.Body(fig_h, thick, params.color, params.floor * hgt)
-        beats = _TIMELINES[name](_Stage(wid, fig_h, self.fps, params))
-        self._phases = _segments(beats)
+        beats = _TIMELINES[name](tl.Stage(wid, fig_h, self.fps, params, preset == "real"))
+        self._phases = tl.segments(beats)
         poses = [pose for _, ps in beats for pose in ps]
         self.length = len(poses)
-        self._segments = self._phases if name == "demo" else [(0, self.length - 1, name)]
+        self._segments = self._phases if name in _STORIES else [(0, self.length - 1, name)]
         self._labels = [label for s, e, label in self._segments for _ in range(e - s + 1)]
-        self._frames = list(zip(poses, fig.shake(params, self.length, self.fps), strict=True))
+        self._frames = list(zip(poses, _scenery.shake(params, self.length, self.fps), strict=True))
         self._pad = int(np.ceil(params.jitter))
-        self._bg = fig.background(params, self.size, self._pad)
-        self._noise = fig.noise_tiles(params, self.size)
+        self._layers: RealLayers | None = None
+        color = params.color
+        if preset == "real":
+            horizon = self.length
+            if name not in _STORIES:
+                horizon = max(horizon, round(CLIP_HORIZON_S * self.fps))
+            lay = Layout(self.size, self.fps, horizon, params.floor * hgt, fig_h, self._pad)
+            self._layers = RealLayers(params.seed, lay, photos, story=name in _STORIES)
+            self._bg, color = self._layers.bg, self._layers.color
+            clothes = (self._layers.upper, self._layers.head)
+        else:
+            self._bg = _scenery.background(params, self.size, self._pad)
+            clothes = (None, None)
+        self._body = fig.Body(fig_h, thick, color, params.floor * hgt, *clothes)
+        self._noise = _scenery.noise_tiles(params, self.size)
         self._shape = (hgt, wid, 3)
+
+    @property
+    def figure_color(self) -> tuple[int, int, int]:
+        """The labelled figure's (legs') BGR colour; the real preset picks it against the
+        background and may give the figure a top of another colour and a face."""
+        return self._body.color
 
     def render(self, index: int, out: np.ndarray) -> None:
         """Draw frame `index` (wrapping modulo `length`) into `out`, an (H, W, 3) uint8 BGR array."""
@@ -331,14 +271,23 @@ class Scene:
             )
         i = index % self.length
         pose, (jx, jy) = self._frames[i]
-        (hgt, wid), pad = self.size, self._pad
+        (hgt, wid), pad, layers = self.size, self._pad, self._layers
         np.copyto(out, self._bg[pad + jy : pad + jy + hgt, pad + jx : pad + jx + wid])
+        if layers is not None:
+            layers.draw_behind(out, i, -jx, -jy)
         fig.draw(out, self._body, pose, -jx, -jy)
+        if layers is not None:
+            layers.draw_front(out, i, -jx, -jy)
+            layers.finish(out, i)
         if self._noise:
             pos, neg = self._noise[i % len(self._noise)]
-            oy, ox = (i * 5) % fig.NOISE_PAD, (i * 11) % fig.NOISE_PAD
+            oy, ox = (i * 5) % _scenery.NOISE_PAD, (i * 11) % _scenery.NOISE_PAD
             cv2.add(out, pos[oy : oy + hgt, ox : ox + wid], dst=out)
             cv2.subtract(out, neg[oy : oy + hgt, ox : ox + wid], dst=out)
+
+    def pose(self, index: int) -> fig.Pose:
+        """The labelled figure's pose at frame `index` (wrapping), e.g. ``tilt`` pi/2: lying."""
+        return self._frames[index % self.length][0]
 
     def label_at(self, index: int) -> str:
         return self._labels[index % self.length]
@@ -363,16 +312,19 @@ def make_scene(
     size: tuple[int, int] = (360, 640),
     fps: float = 25.0,
     params: SceneParams | None = None,
+    preset: str = "easy",
+    photos: Sequence[np.ndarray] = (),
 ) -> Scene:
-    """Scene `name` (one of SCENES) at `size` (H, W). `params` defaults to
-    ``SceneParams.sample(seed)``; when given, it is used as is (its own ``seed`` field counts)."""
-    if name not in _TIMELINES:
-        raise ValueError(f"unknown synth scene {name!r}; valid scenes: {', '.join(SCENES)}")
+    """Scene `name` (one of NAMES) at `size` (H, W) in `preset` (one of PRESETS). `params`
+    defaults to ``SceneParams.sample(seed, preset)``; when given, it is used as is (its own
+    ``seed`` field counts). `photos`: background photographs for the real preset, (h, w, 3) BGR
+    or (h, w) grey uint8 arrays; none: procedural textures only."""
+    _check_scene_args(name, size, fps, preset)
     if params is None:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"synth seed must be a non-negative integer, got {seed!r}")
-        params = SceneParams.sample(int(seed))
-    return Scene(name, params, size, fps)
+        params = SceneParams.sample(int(seed), preset)
+    return Scene(name, params, size, fps, preset, photos)
 
 
 def write_clip(path: str | os.PathLike, scene: Scene, frames: int, *, fourcc: str = "mp4v") -> None:

@@ -1,14 +1,25 @@
 """Write synthetic datasets with edge_hf.synth, in the layouts the trainer reads.
 
-    python -m models.synthdata OUT [--clips-per-class 40] [--streams 6] [--size 180x320] [--seed 0]
+    python -m models.synthdata OUT [--preset real] [--clips-per-class 60] [--streams 40]
+                               [--stream-minutes 3] [--size 180x320] [--seed 0] [--jobs 2]
 
 (a) a folder-per-class dataset in UCF101 layout: ``OUT/<class>/v_<class>_gGG_cCC.avi`` plus
 ``classInd.txt``, ``trainlist01.txt``, ``testlist01.txt`` (split by group, as UCF101 does, so
 clips of one group never straddle train and test), and ``flip.json``: a horizontal flip turns
-``walk_left`` into ``walk_right``;
-(b) with ``--streams N``, a second dataset in ``OUT/streams/``: long clips of the demo story and
-``segments.csv`` (``video,start_frame,end_frame,label``), e.g. someone walking who falls at a
-known frame.
+``walk_left`` into ``walk_right``. Preset ``real`` (the default here) has the classes
+``edge_hf.synth.REAL_CLASSES`` (the six actions and ``other``, one hard negative per clip); its
+training clips use the training photographs (``models.backgrounds``) and its test clips the
+held-out ones, with seeds the training list never uses. Clips are MJPG at a random JPEG quality
+(30-90) each, so the model sees compression artefacts. Preset ``easy``: the first synthetic world
+(six classes, plain backgrounds, MJPG at OpenCV's default quality).
+(b) with ``--streams N``, a second dataset in ``OUT/streams/``: long clips with ``segments.csv``
+(``video,start_frame,end_frame,label``) and ``classes.txt``. ``real``: stories of
+``--stream-minutes`` each on held-out photographs, every fourth one with no fall at all, the others
+with about one fall a minute; ``fall`` covers the frames from the start of the fall motion up to
+and including the impact. Written as H.264 at a random bit rate (ffmpeg) or ``--stream-codec
+mjpeg``. ``easy``: the demo story.
+
+Exit codes: 0 done, 2 bad arguments, 3 a tool or file is missing (ffmpeg, scikit-image's photos).
 """
 
 from __future__ import annotations
@@ -16,68 +27,253 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
 
 from edge_hf import synth
+from models import synthvideo
+from models.backgrounds import BackgroundError
 
 FLIP_MAP = {"walk_left": "walk_right", "walk_right": "walk_left"}
 CLIPS_PER_GROUP = 2
 TEST_EVERY = 4  # groups 1, 5, 9, ... are test: about a quarter
+NO_FALL_EVERY = 4  # real streams 3, 7, 11, ... have no fall (false alarms per hour)
+STREAM_SEED = 50_000  # stream k uses seed * 100_000 + STREAM_SEED + k: never an action clip's
+
+
+class Job(NamedTuple):
+    """One clip to render and write (picklable: runs in a worker process)."""
+
+    path: Path
+    name: str  # scene name
+    seed: int
+    size: tuple[int, int]
+    fps: float
+    preset: str
+    pool: str  # photographs: "train" or "held-out"
+    codec: str  # one of synthvideo.CODECS
+    story: tuple[float, int] | None = None  # (seconds, falls) of a story
+
+
+def classes(preset: str) -> tuple[str, ...]:
+    return synth.REAL_CLASSES if preset == "real" else synth.ACTIONS
+
+
+_PHOTOS: dict[str, list] = {}
+
+
+def _photos(pool: str) -> list:
+    if pool not in _PHOTOS:  # once per process
+        from models import backgrounds
+
+        _PHOTOS[pool] = backgrounds.load(pool)
+    return _PHOTOS[pool]
+
+
+def _scene(job: Job) -> synth.Scene:
+    params = synth.SceneParams.sample(job.seed, job.preset)
+    if job.story is not None:
+        params = replace(params, story_s=job.story[0], falls=job.story[1])
+    photos = _photos(job.pool) if job.preset == "real" else ()
+    return synth.make_scene(
+        job.name, size=job.size, fps=job.fps, params=params, preset=job.preset, photos=photos
+    )
+
+
+def _write(job: Job) -> list[tuple[str, int, int, str]]:
+    """Render and write one clip; returns its segments (video name, start, end, label)."""
+    scene = _scene(job)
+    synthvideo.write(job.path, scene, job.codec, np.random.default_rng([job.seed, 61]))
+    return [(job.path.name, s, e, label) for s, e, label in scene.segments()]
+
+
+def _run(jobs: list[Job], workers: int) -> list[list[tuple[str, int, int, str]]]:
+    if workers <= 1 or len(jobs) < 2:
+        return [_write(j) for j in jobs]
+    with ProcessPoolExecutor(min(workers, len(jobs))) as ex:
+        return list(ex.map(_write, jobs, chunksize=1))
 
 
 def write_action_dataset(
-    out: Path, clips_per_class: int, size: tuple[int, int], seed: int, fps: float = 25.0
-) -> None:
+    out: Path,
+    clips_per_class: int,
+    size: tuple[int, int],
+    seed: int,
+    fps: float = 25.0,
+    *,
+    preset: str = "easy",
+    workers: int = 1,
+) -> int:
+    """Write the UCF101-layout dataset of `preset`; returns the number of frames written."""
     out.mkdir(parents=True, exist_ok=True)
-    train, test = [], []
-    for ci, action in enumerate(synth.ACTIONS):
+    names = classes(preset)
+    codec = "mjpeg" if preset == "real" else "mjpeg-default"
+    train, test, jobs = [], [], []
+    for ci, action in enumerate(names):
         (out / action).mkdir(exist_ok=True)
         for k in range(clips_per_class):
             group, clip = k // CLIPS_PER_GROUP + 1, k % CLIPS_PER_GROUP + 1
             rel = f"{action}/v_{action}_g{group:02d}_c{clip:02d}.avi"
+            is_test = group % TEST_EVERY == 1
+            pool = "held-out" if is_test else "train"
             # one seed per (clip, class) pair: the pairs share looks, so appearance cannot tell them apart
-            scene = synth.make_scene(action, seed=seed * 100_000 + k, size=size, fps=fps)
-            synth.write_clip(out / rel, scene, scene.length, fourcc="MJPG")
-            (test if group % TEST_EVERY == 1 else train).append((rel, ci + 1))
-    (out / "classInd.txt").write_text(
-        "".join(f"{i + 1} {a}\n" for i, a in enumerate(synth.ACTIONS))
-    )
+            jobs.append(Job(out / rel, action, seed * 100_000 + k, size, fps, preset, pool, codec))
+            (test if is_test else train).append((rel, ci + 1))
+    segs = _run(jobs, workers)
+    (out / "classInd.txt").write_text("".join(f"{i + 1} {a}\n" for i, a in enumerate(names)))
     (out / "trainlist01.txt").write_text("".join(f"{rel} {c}\n" for rel, c in train))
     (out / "testlist01.txt").write_text("".join(f"{rel}\n" for rel, _ in test))
     (out / "flip.json").write_text(json.dumps(FLIP_MAP, indent=1) + "\n")
+    return sum(s[-1][2] + 1 for s in segs)
+
+
+def stream_falls(k: int, minutes: float, seed: int) -> int:
+    """Falls in real stream k: none in every NO_FALL_EVERY-th, else about one a minute."""
+    if k % NO_FALL_EVERY == NO_FALL_EVERY - 1:
+        return 0
+    rng = np.random.default_rng([seed, k, 71])
+    return max(1, int(rng.integers(round(0.6 * minutes), round(1.4 * minutes) + 1)))
 
 
 def write_streams(
-    out: Path, count: int, size: tuple[int, int], seed: int, fps: float = 25.0
-) -> None:
-    """Long clips of the demo story with frame-level segments."""
+    out: Path,
+    count: int,
+    size: tuple[int, int],
+    seed: int,
+    fps: float = 25.0,
+    *,
+    preset: str = "easy",
+    minutes: float = 3.0,
+    codec: str = "mjpeg-default",
+    workers: int = 1,
+) -> int:
+    """Long clips with frame-level segments: the demo story (easy) or stories on held-out
+    photographs (real). Returns the number of frames written."""
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    suffix = ".mp4" if codec == "h264" else ".avi"
+    jobs = []
     for k in range(count):
-        scene = synth.make_scene("demo", seed=seed * 100_000 + 50_000 + k, size=size, fps=fps)
-        rel = f"story_{k:02d}.avi"
-        synth.write_clip(out / rel, scene, scene.length, fourcc="MJPG")
-        rows += [(rel, start, end, label) for start, end, label in scene.segments()]
+        s = seed * 100_000 + STREAM_SEED + k
+        if preset == "real":
+            story = (60.0 * minutes, stream_falls(k, minutes, seed))
+            job = Job(out / f"story_{k:03d}{suffix}", "story", s, size, fps, preset, "held-out",
+                      codec, story)  # fmt: skip
+        else:
+            job = Job(out / f"story_{k:02d}{suffix}", "demo", s, size, fps, preset, "", codec)
+        jobs.append(job)
+    rows = [row for segs in _run(jobs, workers) for row in segs]
     with open(out / "segments.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["video", "start_frame", "end_frame", "label"])
         w.writerows(rows)
+    labels = synth.STORY_LABELS if preset == "real" else synth.DEMO_LABELS
+    (out / "classes.txt").write_text("".join(f"{c}\n" for c in labels))
+    return sum(e - s + 1 for _, s, e, _ in rows)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--clips-per-class", type=int, default=40)
-    ap.add_argument("--streams", type=int, default=0)
-    ap.add_argument("--size", default="180x320", help="HxW of the written clips")
-    ap.add_argument("--seed", type=int, default=0)
+def _rate(frames: int, seconds: float) -> str:
+    return f"{frames / max(seconds, 1e-9):.0f} frames/s rendered and written"
+
+
+def _falls(streams: Path) -> str:
+    """'N falls, K of M streams without a fall', from segments.csv."""
+    with open(streams / "segments.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    videos = {r["video"] for r in rows}
+    falling = {r["video"] for r in rows if r["label"] == "fall"}
+    falls = sum(r["label"] == "fall" for r in rows)
+    return f"{falls} falls, {len(videos - falling)} of {len(videos)} streams without a fall"
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        h, w = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected HxW such as 180x320, got {text!r}") from None
+    if min(h, w) < 32:
+        raise argparse.ArgumentTypeError(f"both sides must be >= 32, got {text!r}")
+    return h, w
+
+
+_FLAGS = (  # flag, type, default, help
+    (
+        "--clips-per-class",
+        int,
+        60,
+        "clips per class; a quarter of them (by group) go to the test list",
+    ),
+    ("--streams", int, 0, "long labelled streams to write in OUT/streams"),
+    ("--stream-minutes", float, 3.0, "length of each real stream, minutes"),
+    ("--size", _size, (180, 320), "HxW of the written frames"),
+    ("--fps", float, 25.0, "frame rate of everything written"),
+    ("--seed", int, 0, "seed of everything written; another seed, other clips and streams"),
+    ("--jobs", int, min(4, os.cpu_count() or 1), "worker processes rendering and encoding"),
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m models.synthdata",
+        description="Write synthetic action clips (UCF101 layout) and long labelled streams.",
+    )
+    ap.add_argument("out", type=Path, help="output folder (created)")
+    ap.add_argument(
+        "--preset",
+        choices=synth.PRESETS,
+        default="real",
+        help="real: photographs or textures, distractors, hard negatives (class other); "
+        "easy: the first plain scenes, six classes (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--stream-codec",
+        choices=("h264", "mjpeg"),
+        default="h264",
+        help="real streams: h264 (ffmpeg, random bit rate) or mjpeg (random JPEG quality) "
+        "(default: %(default)s)",
+    )
+    for flag, kind, default, text in _FLAGS:
+        shown = "x".join(map(str, default)) if isinstance(default, tuple) else "%(default)s"
+        ap.add_argument(flag, type=kind, default=default, help=f"{text} (default: {shown})")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
     args = ap.parse_args(argv)
-    h, w = (int(v) for v in args.size.lower().split("x"))
-    write_action_dataset(args.out, args.clips_per_class, (h, w), args.seed)
-    if args.streams:
-        write_streams(args.out / "streams", args.streams, (h, w), args.seed)
-    print(f"wrote {args.out}")
+    if args.clips_per_class < 0 or args.streams < 0 or args.jobs < 1 or args.seed < 0:
+        ap.error("--clips-per-class, --streams and --seed must be >= 0, --jobs >= 1")
+    if not 0 < args.stream_minutes <= 24 * 60 or not 0 < args.fps <= 1000:
+        ap.error("--stream-minutes must be in (0, 1440] and --fps in (0, 1000]")
+    t0 = time.perf_counter()
+    try:
+        n = write_action_dataset(
+            args.out, args.clips_per_class, args.size, args.seed, args.fps,
+            preset=args.preset, workers=args.jobs,
+        )  # fmt: skip
+        t1 = time.perf_counter()
+        print(f"wrote {args.out}: {n} frames in {t1 - t0:.1f} s ({_rate(n, t1 - t0)})")
+        if args.streams:
+            codec = "mjpeg-default" if args.preset == "easy" else args.stream_codec
+            m = write_streams(
+                args.out / "streams", args.streams, args.size, args.seed, args.fps,
+                preset=args.preset, minutes=args.stream_minutes, codec=codec, workers=args.jobs,
+            )  # fmt: skip
+            t2 = time.perf_counter()
+            hours, falls = m / args.fps / 3600, _falls(args.out / "streams")
+            print(f"wrote {args.out / 'streams'}: {m} frames ({hours:.2f} h, {falls}) "
+                  f"in {t2 - t1:.1f} s ({_rate(m, t2 - t1)})")  # fmt: skip
+    except (synthvideo.EncoderMissing, BackgroundError) as e:
+        print(f"models.synthdata: error: {e}", file=sys.stderr)
+        return 3
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

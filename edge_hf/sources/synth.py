@@ -1,7 +1,10 @@
-"""``synth://NAME[?size=WxH&fps=F&seed=S&frames=N]``: frames drawn live by :mod:`edge_hf.synth`.
+"""``synth://NAME[?size=WxH&fps=F&seed=S&frames=N&preset=P]``: frames drawn live by
+:mod:`edge_hf.synth`.
 
 Endless by default (behaves like a live camera, paced at ``fps``); ``frames=N`` makes it a finite,
-non-live source that ends after N frames, like a file.
+non-live source that ends after N frames, like a file. ``preset=easy`` (default) draws the plain
+scenes; ``preset=real`` the domain-randomised ones, with procedural textures for backgrounds (the
+device has no photographs).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from edge_hf import synth
 from edge_hf.errors import UsageError
 from edge_hf.sources.base import Pacer, SourceOptions
 
-_PARAMS = ("size", "fps", "seed", "frames")
+_PARAMS = ("size", "fps", "seed", "frames", "preset")
 
 
 class SynthSource:
@@ -34,7 +37,9 @@ class SynthSource:
                 f"{url}: expected size=WxH, fps=number, seed=int, frames=int, found {parts.query!r}"
             ) from None
         try:
-            self.scene = synth.make_scene(scene_name, seed=seed, size=(h, w), fps=fps)
+            self.scene = synth.make_scene(
+                scene_name, seed=seed, size=(h, w), fps=fps, preset=q.get("preset", "easy")
+            )
         except ValueError as e:
             raise UsageError(f"{url}: {e}") from None
         self.name, self.display, self.fps = name, url, fps

@@ -1,0 +1,148 @@
+"""Tests for models/synthdata.py, models/synthvideo.py and models/backgrounds.py: real files
+written, decoded back and loaded by the trainer's own data loader."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import cv2
+import pytest
+
+from edge_hf import synth
+from models import backgrounds, data, synthdata
+from tests.conftest import ROOT, run_module
+
+SIZE = (48, 64)
+
+
+def _frames(path: Path) -> int:
+    cap = cv2.VideoCapture(str(path))
+    n = 0
+    while cap.read()[0]:
+        n += 1
+    cap.release()
+    return n
+
+
+def test_photo_pools_are_in_the_wheel_and_disjoint() -> None:
+    assert not set(backgrounds.TRAIN) & set(backgrounds.HELD_OUT)
+    for pool in backgrounds.POOLS:
+        photos = backgrounds.load(pool)
+        assert len(photos) == len(backgrounds.POOLS[pool]) >= 4
+        assert all(p.dtype == "uint8" and min(p.shape[:2]) >= 150 for p in photos)
+    train = {p.tobytes() for p in backgrounds.load("train")}
+    assert not any(p.tobytes() in train for p in backgrounds.load("held-out"))
+    with pytest.raises(ValueError, match="unknown background pool 'test'"):
+        backgrounds.load("test")
+
+
+def test_photos_load_without_scikit_image_fetchers() -> None:
+    """Read from the package folder: no skimage module imported, so nothing can download."""
+    code = "import sys; from models import backgrounds as b; b.load('train'); b.load('held-out'); "
+    code += "print(sorted(m for m in sys.modules if m.startswith('skimage')))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+@pytest.fixture(scope="module")
+def real_actions(tmp_path_factory) -> tuple[Path, dict]:
+    """A 4-clips-per-class real dataset, recording which photographs and seed each clip used."""
+    root = tmp_path_factory.mktemp("real")
+    used: dict[str, tuple[str, int]] = {}
+    orig = synthdata._scene
+
+    def spy(job):
+        used[job.path.relative_to(root).as_posix()] = (job.pool, job.seed)
+        return orig(job)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(synthdata, "_scene", spy)
+    try:
+        synthdata.write_action_dataset(root, 4, SIZE, seed=5, preset="real")
+    finally:
+        mp.undo()
+    return root, used
+
+
+def test_real_dataset_layout_split_and_pools(real_actions) -> None:
+    root, used = real_actions
+    ds = data.load(root)
+    assert ds.classes == synth.REAL_CLASSES and ds.classes[-1] == "other"
+    assert len(ds.train) == len(ds.val) == 7 * 2
+    assert ds.flip == {"walk_left": "walk_right", "walk_right": "walk_left"}
+    assert json.loads((root / "flip.json").read_text()) == synthdata.FLIP_MAP
+    test = {ln.strip() for ln in (root / "testlist01.txt").read_text().splitlines()}
+    train = {ln.split()[0] for ln in (root / "trainlist01.txt").read_text().splitlines()}
+    assert {used[r][0] for r in test} == {"held-out"} and {used[r][0] for r in train} == {"train"}
+    assert not {used[r][1] for r in test} & {used[r][1] for r in train}  # seeds never shared
+    for rel in sorted(test)[:3]:
+        assert (
+            _frames(root / rel)
+            == synth.make_scene(
+                rel.split("/")[0], seed=used[rel][1], size=SIZE, preset="real"
+            ).length
+        )
+
+
+def test_stream_story_segments_match_the_videos(tmp_path: Path) -> None:
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("ffmpeg is not installed")
+    n = synthdata.write_streams(tmp_path, 4, SIZE, seed=2, preset="real", minutes=0.4, codec="h264")
+    rows = list(csv.DictReader((tmp_path / "segments.csv").open()))
+    labels = (tmp_path / "classes.txt").read_text().split()
+    assert tuple(labels) == synth.STORY_LABELS and {r["label"] for r in rows} <= set(labels)
+    by_video = defaultdict(list)
+    for r in rows:
+        by_video[r["video"]].append((int(r["start_frame"]), int(r["end_frame"]), r["label"]))
+    assert sorted(by_video) == [f"story_{k:03d}.mp4" for k in range(4)]
+    total = 0
+    for video, segs in by_video.items():
+        assert segs[0][0] == 0 and all(
+            a[1] + 1 == b[0] for a, b in zip(segs, segs[1:], strict=False)
+        )
+        assert _frames(tmp_path / video) == segs[-1][1] + 1  # every frame labelled, no more
+        total += segs[-1][1] + 1
+        falls = sum(label == "fall" for *_, label in segs)
+        assert falls == synthdata.stream_falls(int(video[6:9]), 0.4, 2)
+    assert total == n and synthdata.stream_falls(3, 3.0, 0) == 0 < synthdata.stream_falls(0, 3.0, 0)
+    ds = data.load(tmp_path, val_fraction=0.5)
+    assert "fall" in ds.classes and len(ds.train) + len(ds.val) == 4
+
+
+def test_cli_writes_a_real_dataset_by_default(tmp_path: Path) -> None:
+    r = run_module("models.synthdata", str(tmp_path / "d"), "--clips-per-class", "2", "--size",
+                   "48x64", "--streams", "1", "--stream-minutes", "0.1", "--stream-codec", "mjpeg")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "frames/s" in r.stdout
+    assert (tmp_path / "d" / "classInd.txt").read_text().split()[-1] == "other"
+    assert (tmp_path / "d" / "streams" / "story_000.avi").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--size", "big"], "expected HxW such as 180x320, got 'big'"),
+        (["--preset", "hard"], "invalid choice: 'hard'"),
+        (["--jobs", "0"], "--jobs >= 1"),
+    ],
+)
+def test_cli_rejects_bad_arguments(tmp_path: Path, args: list[str], needle: str) -> None:
+    r = run_module("models.synthdata", str(tmp_path / "d"), *args)
+    assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_help_explains_every_flag() -> None:
+    r = run_module("models.synthdata", "--help")
+    assert r.returncode == 0
+    text = " ".join(r.stdout.split())
+    for phrase in ("output folder", "hard negatives", "go to the test list", "labelled streams",
+                   "minutes", "bit rate", "HxW", "frame rate", "seed of everything", "worker"):  # fmt: skip
+        assert phrase in text, phrase
