@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--calib",
         type=Path,
-        help="dataset for INT8 calibration (training split) and the report (validation split); "
+        help="dataset for INT8 calibration (training split) and the report (test split); "
         "default: the one the checkpoint was trained on",
     )
     p.add_argument("--fp16", action="store_true", help="openvino: store FP16 weights")

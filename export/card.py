@@ -135,7 +135,7 @@ def metrics_table(r: dict) -> list[str]:
             "",
             f"INT8 against OpenVINO FP32: top-1 {-d['top1'] * 100:+.1f} points, window top-1 "
             f"{-d['window_top1'] * 100:+.1f} points; it picks the trained model's class on "
-            f"{int8['agree_with_torch'] * 100:.1f} % of validation hyperframes.",
+            f"{int8['agree_with_torch'] * 100:.1f} % of test hyperframes.",
         ]
     return lines
 
@@ -166,12 +166,12 @@ def data_lines(r: dict, data: dict) -> list[str]:
         "## Data",
         "",
         f"Trained from `{ckpt['path']}` (epoch {ckpt['epoch']}; {prov}). Measured on "
-        f"`{data['dataset']}`: {data['val_videos']} validation videos, {data['val_windows']} "
-        f"hyperframes ({data['eval_clips']} evenly spaced windows per video, label strategy "
+        f"`{data['dataset']}`: {data['test_videos']} test videos (never used to choose the "
+        f"epoch), {data['test_windows']} hyperframes ({data['eval_clips']} evenly spaced windows per video, label strategy "
         f"`{data['label_strategy']}`), exactly as the runtime preprocesses frames.",
         "",
         f"INT8 calibration: {data['calib_windows']} hyperframes from the {data['train_videos']} "
-        f"training videos; NNCF preset {q['preset']}, subset_size {q['subset_size']}, "
+        f"training videos, as many per class and spread from still to fast within a class; NNCF preset {q['preset']}, subset_size {q['subset_size']}, "
         f"fast_bias_correction={q['fast_bias_correction']}, activation ranges "
         f"{q['activation_ranges']}"
         + (f", accuracy control with max drop {q['max_drop']}" if q["max_drop"] else "")

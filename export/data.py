@@ -1,5 +1,5 @@
-"""Real hyperframes for calibration and validation: the training split calibrates INT8, the
-validation split measures every format. Windows, labels and preprocessing are the trainer's
+"""Real hyperframes for calibration and measurement: the training split calibrates INT8, the
+test split measures every format, and accuracy control may look at the validation split only. Windows, labels and preprocessing are the trainer's
 evaluation windows (``models.dataset.EvalSet``), i.e. exactly what the runtime feeds the model."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class EvalData:
     val: Hyperframes  # the held-out test split (the trainer never chose anything on it)
     tune: Hyperframes  # the trainer's validation split: what accuracy control may look at
     video_level: bool  # one label per video: accuracy is per video, as the trainer reports it
-    videos: tuple[int, int]  # (training, validation) videos
+    videos: tuple[int, int]  # (training, test) videos
 
 
 def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: int) -> EvalData:

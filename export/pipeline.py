@@ -198,8 +198,8 @@ def _data_facts(data: EvalData, ckpt: Checkpoint) -> dict:
     return {
         "dataset": str(data.root),
         "train_videos": data.videos[0],
-        "val_videos": data.videos[1],
-        "val_windows": len(data.val),
+        "test_videos": data.videos[1],
+        "test_windows": len(data.val),
         "calib_windows": len(data.calib),
         "accuracy_over": "videos (their windows' logits averaged)"
         if data.video_level

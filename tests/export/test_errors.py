@@ -98,7 +98,7 @@ CASES = [
     (
         lambda t, c, d: [c, *ONNX, "--calib", _unreadable(t, d)],
         4,
-        "junk: no usable videos among 9 ",
+        "junk: no usable videos among 8 ",
     ),
     (
         lambda t, c, d: [c, *ONNX, "--calib", _other_classes(t, d)],

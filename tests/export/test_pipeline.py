@@ -138,7 +138,7 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
     for engine in ("onnxruntime", "openvino"):
         a = report["adapter"][engine]
         assert a["adapter_ms"] == pytest.approx(a["model_ms"] - a["backbone_ms"])
-    assert report["data"]["val_videos"] == 12 and report["data"]["train_videos"] == 12
+    assert report["data"]["test_videos"] == 12 and report["data"]["train_videos"] == 9
     assert report["export"]["quantization"] == {
         "preset": "mixed",
         "subset_size": report["data"]["calib_windows"],
