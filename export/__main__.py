@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="openvino-int8: activation ranges over the calibration set (minmax; see README)",
     )
     p.add_argument(
+        "--keep-float",
+        help="openvino-int8: leave layer groups in float, comma-separated from stem, se, head",
+    )
+    p.add_argument(
         "--threshold",
         type=_threshold,
         action="append",
@@ -90,6 +94,7 @@ def options(argv: list[str]):
         "--subset-size": args.subset_size is not None,
         "--preset": args.preset is not None,
         "--ranges": args.ranges is not None,
+        "--keep-float": args.keep_float is not None,
     }
     check_options(formats, given)
     if args.repeats < 1:
@@ -99,6 +104,7 @@ def options(argv: list[str]):
         preset=args.preset or "mixed",
         ranges=args.ranges or "minmax",
         max_drop=args.max_drop,
+        keep_float=tuple(g.strip() for g in (args.keep_float or "").split(",") if g.strip()),
     )
     return ExportOptions(
         checkpoint=args.checkpoint,

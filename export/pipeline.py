@@ -99,6 +99,7 @@ def build(
                 "fast_bias_correction": False,
                 "activation_ranges": opts.quant.ranges,
                 "max_drop": opts.quant.max_drop,
+                "keep_float": list(opts.quant.keep_float),
             },
             "parity_tolerance": measure.PARITY_TOL,
             "shipped": [f.name for f in opts.formats],

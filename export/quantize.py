@@ -37,6 +37,7 @@ RANGES = {
     "minmax": RangeEstimatorParametersSet.MINMAX,
     "mean-minmax": RangeEstimatorParametersSet.MEAN_MINMAX,  # NNCF's default
 }
+KEEP_FLOAT = ("stem", "se", "head")  # layer groups --keep-float can leave in float (below)
 PRESETS = {
     "mixed": nncf.QuantizationPreset.MIXED,
     "performance": nncf.QuantizationPreset.PERFORMANCE,
@@ -49,8 +50,14 @@ class QuantOptions:
     preset: str = "mixed"
     ranges: str = "minmax"  # activation ranges: a key of RANGES
     max_drop: float | None = None  # None: plain nncf.quantize
+    keep_float: tuple[str, ...] = ()  # groups of KEEP_FLOAT left unquantized
 
     def __post_init__(self) -> None:
+        for group in self.keep_float:
+            if group not in KEEP_FLOAT:
+                raise UsageError(
+                    f"--keep-float: expected names from {list(KEEP_FLOAT)}, found {group!r}"
+                )
         if self.preset not in PRESETS:
             raise UsageError(f"--preset: expected one of {list(PRESETS)}, found {self.preset!r}")
         if self.ranges not in RANGES:
@@ -72,6 +79,8 @@ def quantize(model: ov.Model, data: EvalData, opts: QuantOptions) -> ov.Model:
         "fast_bias_correction": False,
     }
     advanced = {"activations_range_estimator_params": RANGES[opts.ranges]}
+    if opts.keep_float:
+        common["ignored_scope"] = nncf.IgnoredScope(names=float_layers(model, opts.keep_float))
     with _nncf_on_stderr(logging.WARNING if opts.max_drop is None else logging.INFO):
         if opts.max_drop is None:
             return nncf.quantize(
@@ -91,6 +100,26 @@ def quantize(model: ov.Model, data: EvalData, opts: QuantOptions) -> ov.Model:
             advanced_quantization_parameters=AdvancedQuantizationParameters(**advanced),
             **common,
         )
+
+
+def float_layers(model: ov.Model, groups: tuple[str, ...]) -> list[str]:
+    """Names of the layers in ``groups``, found by the graph's structure (the exported names are
+    opaque): ``stem`` the first convolution, which sees the raw stacked frames; ``se`` the
+    squeeze-excite convolutions (1x1 spatial input, before the last one); ``head`` the last 1x1
+    spatial convolution (timm's conv_head) and the classifier's MatMul."""
+    convs = [op for op in model.get_ordered_ops() if op.get_type_name() == "Convolution"]
+    pooled = [
+        op
+        for op in convs
+        if [d.get_length() for d in op.input(0).get_partial_shape()[2:]] == [1, 1]
+    ]
+    found = {
+        "stem": convs[:1],
+        "se": pooled[:-1],
+        "head": pooled[-1:]
+        + [op for op in model.get_ordered_ops() if op.get_type_name() == "MatMul"],
+    }
+    return [op.get_friendly_name() for g in groups for op in found[g]]
 
 
 @contextlib.contextmanager
