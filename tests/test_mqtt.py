@@ -33,8 +33,8 @@ STATS = {
     "time": str,
     "cameras": {"demo": CAMERA},
     "inference": {"runs": int, "p50_ms": float, "p95_ms": float},
-    "spool": {"depth": int, "bytes": int, "dropped": int},
-    "mqtt": {"connected": bool, "reconnects": int, "failed_attempts": int},
+    "spool": {"depth": int, "bytes": int, "dropped": int, "in_memory": int, "rejected": int},
+    "mqtt": {"connected": bool, "reconnects": int, "failed_attempts": int, "errors": int},
 }
 
 

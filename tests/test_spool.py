@@ -150,3 +150,16 @@ def test_limits_are_validated():
         SpoolLimits(max_rows=0)
     with pytest.raises(SinkError, match="max_bytes must be >= 1024, found 10"):
         SpoolLimits(max_bytes=10)
+
+
+def test_spool_files_are_private_whatever_the_umask(tmp_path: Path):
+    old = os.umask(0o022)
+    try:
+        s = Spool(tmp_path / "state")
+        s.put("t", b"x")
+        names = [Spool.FILENAME, Spool.FILENAME + "-wal", Spool.FILENAME + "-shm", "spool.lock"]
+        modes = {n: oct((tmp_path / "state" / n).stat().st_mode & 0o777) for n in names}
+        s.close()
+    finally:
+        os.umask(old)
+    assert modes == dict.fromkeys(names, "0o600")
