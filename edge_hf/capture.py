@@ -142,6 +142,12 @@ class Capture(threading.Thread):
             outcome = self._read()
             src.release()
             self.stats.connected = False
+            if outcome == "ended" and not src.live and not self.stats.published:
+                self.error = SourceError(
+                    f"{src.display}: ended after {self.stats.grabbed} frame(s), too few for one "
+                    f"hyperframe ({self.sampler.window} frames); is it a video?"
+                )
+                return
             if outcome == "stopped" or (outcome == "ended" and not src.live):
                 return
             if not src.live:
