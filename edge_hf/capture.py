@@ -3,8 +3,9 @@ needs, hand finished hyperframes to inference through a one-slot mailbox, and su
 that fails (release, back off, reopen).
 
 Reconnecting: the backoff doubles from ``backoff_min`` to ``backoff_max``, but while an outage is
-young (``young`` seconds) no wait is longer than ``young_backoff_max``, so a camera that comes
-back after a reboot or a short network cut is read again within seconds. After ``healthy``
+young (``young`` seconds) no wait is longer than ``young_backoff_max`` (and the doubling resumes
+from there after), so a camera that comes back after a reboot or a short network cut is read
+again within seconds. After ``healthy``
 seconds of frames the backoff starts afresh, whatever ends that stretch (a drop or a stall).
 """
 
@@ -110,6 +111,7 @@ class Capture(threading.Thread):
         self._down_since: float | None = None  # time.monotonic() the current outage began
         self._attempts = 0  # failed opens and reads in the current outage
         self._flowing_since = 0.0  # time.monotonic() of the first frame since the last open
+        self._backoff = policy.backoff_min  # the wait after the next failure (before caps)
 
     def run(self) -> None:
         try:
@@ -122,7 +124,8 @@ class Capture(threading.Thread):
                 self.mailbox.cond.notify_all()
 
     def _supervise(self) -> None:
-        src, backoff = self.source, self.policy.backoff_min
+        src = self.source
+        self._backoff = self.policy.backoff_min
         while not self.stop.is_set():
             self.heartbeat.beat()
             try:
@@ -133,10 +136,9 @@ class Capture(threading.Thread):
                 if not src.live:
                     self.error = e
                     return
-                delay = self._failed(time.monotonic(), backoff)
+                delay = self._failed(time.monotonic())
                 log.warning("%s; retrying in %.3g s", e, delay)
                 self._wait(delay)
-                backoff = min(backoff * 2, self.policy.backoff_max)
                 continue
             self._flowing_since = 0.0
             outcome = self._read()
@@ -158,8 +160,8 @@ class Capture(threading.Thread):
             self.stats.reconnects += 1
             flowed = self._flowing_since > 0  # the outage began with the last frame
             if flowed and self.stats.last_frame - self._flowing_since >= self.policy.healthy:
-                backoff = self.policy.backoff_min  # it worked for a while: start afresh
-            delay = self._failed(self.stats.last_frame if flowed else 0.0, backoff)
+                self._backoff = self.policy.backoff_min  # it worked for a while: start afresh
+            delay = self._failed(self.stats.last_frame if flowed else 0.0)
             log.warning(
                 "camera %s: %s; reconnecting in %.3g s",
                 src.name,
@@ -167,18 +169,21 @@ class Capture(threading.Thread):
                 delay,
             )
             self._wait(delay)
-            backoff = min(backoff * 2, self.policy.backoff_max)
 
-    def _failed(self, since: float, backoff: float) -> float:
+    def _failed(self, since: float) -> float:
         """Count a failure of the source, which has been down since ``since`` (or earlier);
-        return how long to wait before the next attempt."""
+        return how long to wait before the next attempt. While the outage is young the backoff
+        stops growing at ``young_backoff_max``, and grows from there once it is not."""
+        p = self.policy
         self.stats.failures += 1
         self._attempts += 1
         now = time.monotonic()
         if self._down_since is None:
             self._down_since = since or now
-        young = now - self._down_since < self.policy.young
-        return min(backoff, self.policy.young_backoff_max) if young else backoff
+        young = now - self._down_since < p.young
+        delay = min(self._backoff, p.young_backoff_max) if young else self._backoff
+        self._backoff = min(delay * 2, p.backoff_max)
+        return delay
 
     def _came_back(self, now: float) -> None:
         """The first frame since a (re)open: frames flow again."""

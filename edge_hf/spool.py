@@ -125,7 +125,8 @@ class Spool:
 
     @property
     def size(self) -> int:
-        return self._disk_size + sum(len(m.payload) for m in self._memory)
+        with self._lock:  # the frame loop may be appending to the memory queue
+            return self._disk_size + sum(len(m.payload) for m in self._memory)
 
     @property
     def in_memory(self) -> int:
