@@ -26,9 +26,7 @@ files are private to the user (0600): alerts say what happened where.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -38,28 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from edge_hf._spool_files import Reserve, checkpoint, connect, lock_directory, make_private
 from edge_hf.errors import SinkError
 
 log = logging.getLogger("edge_hf.spool")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS outbox (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created REAL NOT NULL,
-    topic TEXT NOT NULL,
-    payload BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS rejected (
-    id INTEGER PRIMARY KEY,
-    created REAL,
-    topic,
-    payload,
-    reason TEXT NOT NULL
-);
-"""
-WAL_PAGES = 16  # wal_autocheckpoint: checkpoint once this many pages (64 KiB) are in the WAL
-WAL_LIMIT = 64 * 1024  # journal_size_limit: a reset WAL file is truncated back to this
-RESERVE = 64 * 1024  # bytes of the file system held back for deletes
 MEMORY_MAX = 1000  # alerts kept in memory while the disk cannot take them
 REJECTED_MAX = 100  # unpublishable rows kept aside for a person to look at
 
@@ -96,10 +77,10 @@ class Spool:
         self._memory: deque[Spooled] = deque()  # the newest alerts, when the disk refused them
         self._acked: set[int] = set()  # acknowledged, but the delete is not committed yet
         self._lock = threading.RLock()
-        self._lockfile = _lock_directory(Path(directory), self.path)
-        self._reserve = _Reserve(Path(directory) / "spool.reserve")
+        self._lockfile = lock_directory(Path(directory), self.path)
+        self._reserve = Reserve(Path(directory) / "spool.reserve")
         try:
-            _private(self.path)
+            make_private(self.path)
         except OSError as e:
             self._lockfile.close()
             raise SinkError(
@@ -107,7 +88,7 @@ class Spool:
                 f"writable by the user edge-hf runs as, or choose another"
             ) from None
         try:
-            self._db = _connect(self.path)
+            self._db = connect(self.path)
             self._recount()
             seq = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'")
             self._last_id = max([int(r[0]) for r in seq.fetchall()] + [self._max_id()])
@@ -288,12 +269,12 @@ class Spool:
                 gone += self._delete_acked()
             except sqlite3.OperationalError:
                 self._reserve.release()  # the room kept for exactly this
-                _checkpoint(self._db)
+                checkpoint(self._db)
                 try:
                     gone += self._delete_acked()
                 except sqlite3.Error as e:
                     self._write_failed(e)
-                _checkpoint(self._db)
+                checkpoint(self._db)
                 self._reserve.take()
             return gone
 
@@ -351,7 +332,7 @@ class Spool:
                         len(self._memory),
                     )
             with contextlib.suppress(sqlite3.Error):
-                _checkpoint(self._db)
+                checkpoint(self._db)
                 self._db.close()
             self._lockfile.close()
 
@@ -359,80 +340,3 @@ class Spool:
 def _first_or_power_of_ten(before: int, now: int) -> bool:
     """Log the first time, then at every power of ten: visible, but not a line per alert."""
     return before == 0 or len(str(before)) != len(str(now))
-
-
-class _Reserve:
-    """A file holding ``RESERVE`` bytes of the file system, given up when a delete needs them."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.held = False
-
-    def take(self) -> bool:
-        if self.held:
-            return True
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
-            try:
-                os.posix_fallocate(fd, 0, RESERVE)
-            finally:
-                os.close(fd)
-        except OSError:
-            self.release()
-            return False
-        self.held = True
-        return True
-
-    def release(self) -> None:
-        with contextlib.suppress(OSError):
-            os.truncate(self.path, 0)
-        self.held = False
-
-
-def _checkpoint(db: sqlite3.Connection) -> None:
-    """Copy the WAL into the database and truncate it to nothing (best effort)."""
-    with contextlib.suppress(sqlite3.Error):
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-
-
-def _private(path: Path) -> None:
-    """Create the database file 0600 before SQLite does (its -wal and -shm files take the
-    database file's mode), and make files an earlier version left 0644 private too."""
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(p, 0o600)
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
-    mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-    if mode.lower() != "wal":
-        log.warning("spool %s: journal mode %s, not WAL (file system?)", path, mode)
-    db.execute("PRAGMA synchronous=FULL")
-    db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
-    db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
-    db.executescript(_SCHEMA)
-    return db
-
-
-def _lock_directory(directory: Path, path: Path):
-    """Create the state directory (0700) and hold an exclusive lock on ``spool.lock`` in it."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(directory / "spool.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        f = os.fdopen(fd, "r+b")
-    except OSError as e:
-        raise SinkError(
-            f"spool {path}: cannot create it ({e.strerror}); make --state-dir writable "
-            f"by the user edge-hf runs as, or choose another"
-        ) from None
-    try:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.close()
-        raise SinkError(
-            f"spool {path} is in use by another edge-hf process; give each one its own --state-dir"
-        ) from None
-    os.set_inheritable(f.fileno(), False)
-    return f
