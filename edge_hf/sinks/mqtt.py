@@ -282,7 +282,7 @@ class MqttSink:
                 self._step(stats=True)
             except Exception as e:  # a bug or a failing disk: say so, back off, try again
                 self._step_failed(e)
-                self._stop.wait(min(TICK * 2**self._failing, ERROR_BACKOFF_MAX))
+                self._stop.wait(self._error_backoff())
                 continue
             if self._failing:
                 log.warning(
@@ -290,6 +290,9 @@ class MqttSink:
                 )
                 self._failing = 0
             self.heartbeat.beat()  # only after a step that worked: the watchdog's evidence
+
+    def _error_backoff(self) -> float:
+        return min(TICK * 2 ** min(self._failing, 16), ERROR_BACKOFF_MAX)
 
     def _step_failed(self, e: Exception) -> None:
         self.errors += 1
@@ -302,7 +305,7 @@ class MqttSink:
                 "mqtt: the sink failed (%s); alerts stay spooled, retrying in %.3g s "
                 "(%d error(s) so far)",
                 what,
-                min(TICK * 2**self._failing, ERROR_BACKOFF_MAX),
+                self._error_backoff(),
                 self.errors,
                 exc_info=what != said,  # the traceback once: it may be a bug to report
             )
