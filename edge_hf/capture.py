@@ -31,7 +31,7 @@ class CapturePolicy:
     stall_timeout: float = 10.0  # seconds without a frame before the source is reopened
     backoff_min: float = 1.0
     backoff_max: float = 30.0
-    young: float = 60.0  # seconds: an outage this young is retried at least every ...
+    young: float = 90.0  # seconds: an outage this young is retried at least every ...
     young_backoff_max: float = 2.0  # ... this many seconds
     healthy: float = 10.0  # seconds of frames after which the backoff starts afresh
     block: bool = False  # wait for inference instead of dropping stale hyperframes (--fast files)
