@@ -1,6 +1,12 @@
 """One capture thread per source: grab every frame, decode and resize only the frames the sampler
 needs, hand finished hyperframes to inference through a one-slot mailbox, and survive a source
 that fails (release, back off, reopen).
+
+Reconnecting: the backoff doubles from ``backoff_min`` to ``backoff_max``, but while an outage is
+young (``young`` seconds) no wait is longer than ``young_backoff_max`` (and the doubling resumes
+from there after), so a camera that comes back after a reboot or a short network cut is read
+again within seconds. After ``healthy``
+seconds of frames the backoff starts afresh, whatever ends that stretch (a drop or a stall).
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ class CapturePolicy:
     stall_timeout: float = 10.0  # seconds without a frame before the source is reopened
     backoff_min: float = 1.0
     backoff_max: float = 30.0
+    young: float = 90.0  # seconds: an outage this young is retried at least every ...
+    young_backoff_max: float = 2.0  # ... this many seconds
+    healthy: float = 10.0  # seconds of frames after which the backoff starts afresh
     block: bool = False  # wait for inference instead of dropping stale hyperframes (--fast files)
 
 
@@ -39,6 +48,7 @@ class CaptureStats:
     failures: int = 0  # open failures, losses and stalls
     reconnects: int = 0
     last_frame: float = 0.0  # time.monotonic() of the last grabbed frame
+    connected: bool = False  # frames are flowing: a frame arrived since the last (re)open
 
 
 class Mailbox:
@@ -98,6 +108,10 @@ class Capture(threading.Thread):
         self.error: SourceError | None = None  # why a non-live source gave up
         self.done = threading.Event()
         self._opened = opened  # the source was opened by the caller already
+        self._down_since: float | None = None  # time.monotonic() the current outage began
+        self._attempts = 0  # failed opens and reads in the current outage
+        self._flowing_since = 0.0  # time.monotonic() of the first frame since the last open
+        self._backoff = policy.backoff_min  # the wait after the next failure (before caps)
 
     def run(self) -> None:
         try:
@@ -110,7 +124,8 @@ class Capture(threading.Thread):
                 self.mailbox.cond.notify_all()
 
     def _supervise(self) -> None:
-        src, backoff = self.source, self.policy.backoff_min
+        src = self.source
+        self._backoff = self.policy.backoff_min
         while not self.stop.is_set():
             self.heartbeat.beat()
             try:
@@ -121,13 +136,20 @@ class Capture(threading.Thread):
                 if not src.live:
                     self.error = e
                     return
-                self.stats.failures += 1
-                log.warning("%s; retrying in %.3g s", e, backoff)
-                self._wait(backoff)
-                backoff = min(backoff * 2, self.policy.backoff_max)
+                delay = self._failed(time.monotonic())
+                log.warning("%s; retrying in %.3g s", e, delay)
+                self._wait(delay)
                 continue
+            self._flowing_since = 0.0
             outcome = self._read()
             src.release()
+            self.stats.connected = False
+            if outcome == "ended" and not src.live and not self.stats.published:
+                self.error = SourceError(
+                    f"{src.display}: ended after {self.stats.grabbed} frame(s), too few for one "
+                    f"hyperframe ({self.sampler.window} frames); is it a video?"
+                )
+                return
             if outcome == "stopped" or (outcome == "ended" and not src.live):
                 return
             if not src.live:
@@ -135,18 +157,46 @@ class Capture(threading.Thread):
                     f"{src.display}: {_OUTCOMES[outcome]}".format(t=self.policy.stall_timeout)
                 )
                 return
-            self.stats.failures += 1
             self.stats.reconnects += 1
-            if outcome == "ended":  # it worked for a while: start the backoff again
-                backoff = self.policy.backoff_min
+            flowed = self._flowing_since > 0  # the outage began with the last frame
+            if flowed and self.stats.last_frame - self._flowing_since >= self.policy.healthy:
+                self._backoff = self.policy.backoff_min  # it worked for a while: start afresh
+            delay = self._failed(self.stats.last_frame if flowed else 0.0)
             log.warning(
                 "camera %s: %s; reconnecting in %.3g s",
                 src.name,
                 _OUTCOMES[outcome].format(t=self.policy.stall_timeout),
-                backoff,
+                delay,
             )
-            self._wait(backoff)
-            backoff = min(backoff * 2, self.policy.backoff_max)
+            self._wait(delay)
+
+    def _failed(self, since: float) -> float:
+        """Count a failure of the source, which has been down since ``since`` (or earlier);
+        return how long to wait before the next attempt. While the outage is young the backoff
+        stops growing at ``young_backoff_max``, and grows from there once it is not."""
+        p = self.policy
+        self.stats.failures += 1
+        self._attempts += 1
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = since or now
+        young = now - self._down_since < p.young
+        delay = min(self._backoff, p.young_backoff_max) if young else self._backoff
+        self._backoff = min(delay * 2, p.backoff_max)
+        return delay
+
+    def _came_back(self, now: float) -> None:
+        """The first frame since a (re)open: frames flow again."""
+        self.stats.connected = True
+        self._flowing_since = now
+        if self._down_since is not None:
+            log.info(
+                "camera %s: frames again after %.1f s without (%d failed attempt(s))",
+                self.source.name,
+                now - self._down_since,
+                self._attempts,
+            )
+        self._down_since, self._attempts = None, 0
 
     def _wait(self, seconds: float) -> None:
         """Back off, still beating: waiting on purpose is not being stuck."""
@@ -160,15 +210,17 @@ class Capture(threading.Thread):
         src, sm, st, box, hb = self.source, self.sampler, self.stats, self.mailbox, self.heartbeat
         interp, stall, block = sm.spec.interpolation, self.policy.stall_timeout, self.policy.block
         i = 0  # index since (re)open: the ring starts empty after every reconnect
-        st.last_frame = time.monotonic()
+        last = time.monotonic()  # of the last frame, or of the open
         while not self.stop.is_set():
             ok = src.grab()
             now = time.monotonic()
             if not ok:
                 return "ended" if i else "nothing"
-            if now - st.last_frame >= stall:
+            if now - last >= stall:
                 return "stalled"
-            st.last_frame = hb.last = now
+            last = st.last_frame = hb.last = now
+            if i == 0:
+                self._came_back(now)
             st.grabbed += 1
             if sm.is_needed(i):
                 frame = src.retrieve()

@@ -205,7 +205,7 @@ class Runtime:
                 processed=c.processed,
                 dropped=c.capture.stats.dropped,
                 reconnects=c.capture.stats.reconnects,
-                connected=c.capture.stats.grabbed > 0 and now - c.capture.stats.last_frame < 5.0,
+                connected=c.capture.stats.connected and now - c.capture.stats.last_frame < 5.0,
             )
             for c in self.cameras
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,41 @@ def test_a_file_ends_the_capture_cleanly(h264: Path):
     with Running(str(h264)) as run:
         assert run.capture.done.wait(15)
         assert run.capture.error is None and run.stats.grabbed == 50
+
+
+def test_the_backoff_starts_afresh_after_a_healthy_stretch_even_when_a_stall_ends_it(
+    h264: Path, caplog
+):
+    caplog.set_level(logging.WARNING, "edge_hf.capture")
+    port = free_port()
+    policy = CapturePolicy(stall_timeout=1.0, backoff_min=0.2, backoff_max=0.8, healthy=1.0)
+    with Running(f"http://127.0.0.1:{port}/cam.ts", policy) as run:
+        assert wait_until(lambda: run.stats.failures >= 4, 10)  # the backoff is at its 0.8 s cap
+        with HttpTsServer(h264, port=port) as cam:
+            assert run.frames_flow(more=75)  # 3 s of frames at 25 fps: healthy (1 s)
+            caplog.clear()
+            cam.hang()  # the next failure is a stall
+            assert wait_until(lambda: "reconnecting in" in caplog.text, 10)
+    assert "no frame for more than 1 s (stall); reconnecting in 0.2 s" in caplog.text
+
+
+def test_frames_resume_within_5_s_of_a_camera_back_from_a_10_s_outage(h264: Path, caplog):
+    """Default backoff (1 s doubling to 30 s) but capped at 2 s while the outage is young: the
+    old schedule (1, 2, 4, 8 s) resumed 6-9 s after the camera came back."""
+    caplog.set_level(logging.INFO, "edge_hf.capture")
+    with HttpTsServer(h264) as cam, Running(cam.url, CapturePolicy(stall_timeout=5.0)) as run:
+        assert run.frames_flow() and run.stats.connected
+        cam.stop()
+        assert wait_until(lambda: not run.stats.connected, 5)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:  # still down: never "connected", whatever it tries
+            assert not run.stats.connected
+            time.sleep(0.05)
+        grabbed = run.stats.grabbed
+        cam.start()
+        back = time.monotonic()
+        flowing = lambda: run.stats.grabbed > grabbed and run.stats.connected  # noqa: E731
+        assert wait_until(flowing, 5.0), caplog.text
+        print(f"frames resumed {time.monotonic() - back:.2f} s after the camera returned")
+    came_back = [r for r in caplog.records if "frames again after" in r.getMessage()]
+    assert came_back and came_back[0].levelno == logging.INFO

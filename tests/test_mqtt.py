@@ -18,7 +18,7 @@ import pytest
 
 from edge_hf.spool import Spool
 from tests.broker import Mosquitto, Subscriber, have_mosquitto, have_openssl, make_certs, retained
-from tests.conftest import EdgeHF
+from tests.conftest import EdgeHF, run_cli
 from tests.live import free_port, wait_until
 
 pytestmark = pytest.mark.skipif(
@@ -33,8 +33,8 @@ STATS = {
     "time": str,
     "cameras": {"demo": CAMERA},
     "inference": {"runs": int, "p50_ms": float, "p95_ms": float},
-    "spool": {"depth": int, "bytes": int, "dropped": int},
-    "mqtt": {"connected": bool, "reconnects": int, "failed_attempts": int},
+    "spool": {"depth": int, "bytes": int, "dropped": int, "in_memory": int, "rejected": int},
+    "mqtt": {"connected": bool, "reconnects": int, "failed_attempts": int, "errors": int},
 }
 
 
@@ -296,3 +296,14 @@ def test_mqtts_verifies_the_broker_and_says_so_when_it_cannot(tmp_path: Path):
             assert wait_until(lambda: len(delivered(sub)) >= n + 2, 30), lax.stderr()
             assert lax.signal(signal.SIGTERM) == 0
         assert "host name is NOT checked" in lax.stderr()
+
+
+def test_a_camera_name_too_long_for_a_topic_is_a_usage_error_at_start(tmp_path: Path):
+    """MQTT topics are at most 65535 bytes: found at start, not by the worker at the first
+    alert (where it used to end delivery for good)."""
+    name = "c" * 70_000
+    r = run_cli("run", "--camera", f"{name}=synth://demo", "--mqtt", "mqtt://127.0.0.1:1",
+                "--state-dir", str(tmp_path / "state"), timeout=60)  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("edge-hf: error: a camera name of")
+    assert "over MQTT's limit of 65535; name the camera with --camera NAME=SOURCE" in r.stderr

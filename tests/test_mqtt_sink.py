@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sqlite3
 import threading
 import time
 import uuid
@@ -23,6 +24,7 @@ from edge_hf.health import Counters, Health
 from edge_hf.sinks import RunInfo
 from edge_hf.sinks.mqtt import MqttSink, _guarded
 from edge_hf.sinks.mqtt_options import MqttOptions
+from edge_hf.spool import Spool
 from tests.broker import Mosquitto, Subscriber, have_mosquitto, retained
 from tests.live import wait_until
 
@@ -119,6 +121,7 @@ def test_a_closed_sink_keeps_unacknowledged_alerts_for_the_next_run(tmp_path: Pa
     [
         (("a+b",), ("fall",), r"camera name 'a\+b' cannot be used in an MQTT topic.*NAME=SO"),
         (("porch",), ("fall/down",), "alert class 'fall/down' cannot be used"),
+        (("c" * 70_000,), ("fall",), "70000 bytes makes MQTT state topics of 70013 bytes, over"),
     ],
 )
 def test_names_that_would_break_topics_are_refused_at_start(tmp_path, cameras, labels, needle):
@@ -137,3 +140,67 @@ def test_a_raising_callback_is_logged_not_fatal(caplog):
 
     on_publish(None, None, 7, 0, None)  # would end paho's network thread if it escaped
     assert "bug in on_publish (carrying on)" in caplog.text and "KeyError: 7" in caplog.text
+
+
+def test_rows_that_can_never_be_published_are_set_aside_and_the_rest_flow(tmp_path, caplog):
+    """A spool row of the wrong type, and one whose topic paho refuses (over 65535 bytes),
+    used to end delivery for good; now each is moved to the table 'rejected', named in an
+    ERROR line and counted, and the alerts around them still arrive, in order."""
+    caplog.set_level(logging.ERROR, "edge_hf")
+    spool = Spool(tmp_path)
+    spool.put("edge-hf/events", b"first")
+    spool.close()
+    with sqlite3.connect(tmp_path / Spool.FILENAME) as db:
+        rows = [(b"edge-hf/events", b"blob topic"), ("edge-hf/events", 1.5), ("t" * 70_000, b"x")]
+        db.executemany("INSERT INTO outbox (created, topic, payload) VALUES (0, ?, ?)", rows)
+        db.execute("INSERT INTO outbox (created, topic, payload) VALUES (0, 'edge-hf/events', ?)",
+                   ("text payload",))  # fmt: skip
+    spool = Spool(tmp_path)
+    spool.put("edge-hf/events", b"last")
+    spool.close()
+    with Mosquitto() as broker, Subscriber(broker.port) as sub:
+        sink = sink_for(broker, tmp_path)
+        sink.start(run_info())
+        try:
+            assert wait_until(lambda: len(sub.payloads("edge-hf/events")) == 3, 10), caplog.text
+            assert sub.payloads("edge-hf/events") == ["first", "text payload", "last"]
+            assert wait_until(lambda: sink.spool.depth == 0, 5)
+            assert sink.stats()["spool"]["rejected"] == 3
+        finally:
+            sink.close()
+    with sqlite3.connect(tmp_path / Spool.FILENAME) as db:
+        assert [r[0] for r in db.execute("SELECT id FROM rejected ORDER BY id")] == [2, 3, 4]
+    lines = [r.getMessage() for r in caplog.records if "can never be published" in r.getMessage()]
+    assert len(lines) == 3 and "alert 4 " in lines[2] and "topic is too long" in lines[2]
+
+
+def test_a_worker_that_keeps_failing_logs_once_counts_backs_off_and_stops_the_heartbeat(
+    tmp_path: Path, caplog
+):
+    caplog.set_level(logging.WARNING, "edge_hf.mqtt")
+    info = run_info()
+    with Mosquitto() as broker, Subscriber(broker.port) as sub:
+        sink = sink_for(broker, tmp_path)
+        sink.start(info)
+        try:
+            assert wait_until(lambda: sink._connected, 10)
+            real, calls = sink.spool.pending, []
+
+            def broken(*a, **kw):
+                calls.append(time.monotonic())
+                raise sqlite3.OperationalError("disk I/O error")
+
+            sink.spool.pending = broken
+            sink.emit(event())
+            assert wait_until(lambda: sink.stats()["mqtt"]["errors"] >= 3, 15)
+            assert info.health.stale(1.0) == ["mqtt sink"]  # no progress: no heartbeat
+            gaps = [b - a for a, b in zip(calls, calls[1:], strict=False)]
+            assert gaps[1] > 1.5 * gaps[0]  # backing off, not spinning
+            sink.spool.pending = real
+            assert wait_until(lambda: len(sub.payloads("edge-hf/events")) == 1, 20)
+            assert wait_until(lambda: not info.health.stale(1.0), 5)
+        finally:
+            sink.close()
+    failed = [r for r in caplog.records if "the sink failed" in r.getMessage()]
+    assert len(failed) == 1 and "disk I/O error" in failed[0].getMessage()  # once, not per try
+    assert "working again after" in caplog.text

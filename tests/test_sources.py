@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from edge_hf.sources import SourceOptions, open_source, split_name
 from edge_hf.sources.file import FileSource
 from edge_hf.sources.stream import StreamSource
 from edge_hf.sources.synth import SynthSource
+from tests.conftest import run_cli
+from tests.live import have_ffmpeg, write_h264_clip
 
 OPTS = SourceOptions()
 
@@ -142,3 +145,67 @@ def test_file_source_is_paced_at_its_fps(fall_clip: Path):
     for _ in range(10):
         assert src.grab()
     assert time.monotonic() - t0 >= 0.36
+
+
+@pytest.fixture(scope="module")
+def h264_500(tmp_path_factory) -> Path:
+    """20 s of H.264 at 25 fps (500 frames, a keyframe every second), moov atom first."""
+    if not have_ffmpeg():
+        pytest.skip("ffmpeg is needed to write an H.264 clip")
+    return write_h264_clip(tmp_path_factory.mktemp("h264") / "clip.mp4", seconds=20, size=(160, 96))
+
+
+def _damaged(clip: Path, dst: Path) -> Path:
+    """A fifth of the file, in the middle, overwritten with random bytes (the container's
+    index intact, so the frame count is still declared)."""
+    data = bytearray(clip.read_bytes())
+    n = len(data) // 5
+    data[2 * n : 3 * n] = np.random.default_rng(0).integers(0, 256, n, np.uint8).tobytes()
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+def _truncated(clip: Path, dst: Path) -> Path:
+    dst.write_bytes(clip.read_bytes()[: clip.stat().st_size // 2])
+    return dst
+
+
+def _png(clip: Path, dst: Path) -> Path:
+    import cv2
+
+    cv2.imwrite(str(dst.with_suffix(".png")), np.zeros((96, 160, 3), np.uint8))
+    return dst.with_suffix(".png")
+
+
+def _summary_frames(stderr: str) -> int:
+    line = next(ln for ln in stderr.splitlines() if " frames, " in ln)
+    return int(line.split(": ")[2].split(" frames")[0])
+
+
+@pytest.mark.parametrize(
+    ("make", "code", "at_least", "needle"),
+    [
+        (_damaged, 0, 300, r"video file .*: (\d+) of its 500 frames could not be decoded and were"),
+        (
+            _truncated,
+            0,
+            240,
+            r"video file .*: (\d+) of its 500 frames could not be decoded and were",
+        ),
+        (_png, 4, 0, r"ERROR .*png: ended after 1 frame\(s\), too few for one hyperframe \(3 fr"),
+    ],
+    ids=["random-bytes-in-the-middle", "truncated", "png"],
+)
+def test_a_damaged_file_is_read_past_the_damage_and_says_what_was_lost(
+    tmp_path: Path, h264_500: Path, make, code, at_least, needle
+):
+    path = make(h264_500, tmp_path / "bad.mp4")
+    r = run_cli("run", "--fast", "--camera", str(path), timeout=120)
+    assert r.returncode == code, r.stderr
+    assert "Traceback" not in r.stderr
+    found = re.findall(needle, r.stderr)
+    assert len(found) == 1, r.stderr  # one line, once
+    frames = _summary_frames(r.stderr)
+    assert frames >= at_least, r.stderr  # it went on past the damage
+    if code == 0:
+        assert frames + int(found[0]) == 500  # every frame decoded or counted as lost

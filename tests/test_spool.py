@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -150,3 +151,73 @@ def test_limits_are_validated():
         SpoolLimits(max_rows=0)
     with pytest.raises(SinkError, match="max_bytes must be >= 1024, found 10"):
         SpoolLimits(max_bytes=10)
+
+
+def test_spool_files_are_private_whatever_the_umask(tmp_path: Path):
+    old = os.umask(0o022)
+    try:
+        s = Spool(tmp_path / "state")
+        s.put("t", b"x")
+        names = [Spool.FILENAME, Spool.FILENAME + "-wal", Spool.FILENAME + "-shm", "spool.lock"]
+        modes = {n: oct((tmp_path / "state" / n).stat().st_mode & 0o777) for n in names}
+        s.close()
+    finally:
+        os.umask(old)
+    assert modes == dict.fromkeys(names, "0o600")
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str = "256k"):
+    """A real tmpfs of ``size`` mounted at ``path`` (skips the test where mounting is not
+    allowed: it needs root)."""
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip() or r.returncode})")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True, timeout=10)
+
+
+def _fill(fs: Path) -> Path:
+    """Take every free byte of the file system."""
+    filler = fs / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    with contextlib.suppress(OSError):
+        while os.write(fd, b"\0" * 1024):
+            pass
+    os.close(fd)
+    return filler
+
+
+def test_a_full_file_system_keeps_alerts_in_order_and_deletes_still_commit(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, "edge_hf.spool")
+    with tmpfs(tmp_path / "fs") as fs:
+        s = Spool(fs)
+        first = s.put("t", b"a" * 200)
+        filler = _fill(fs)
+        ids = [first]
+        while not s.in_memory and len(ids) < 200:
+            ids.append(s.put("t", b"b" * 200))
+        ids += [s.put("t", b"c" * 200) for _ in range(5)]
+        assert s.in_memory >= 6 and s.depth == len(ids)
+        assert [m.id for m in s.pending(limit=1000)] == ids  # disk, then memory: in order
+        assert s.delete([first, ids[-1]]) == 2  # one on disk (the reserve pays), one in memory
+        assert [m.id for m in s.pending(limit=1000)] == ids[1:-1]
+        filler.unlink()
+        last = s.put("t", b"d" * 200)  # room again: memory goes to disk, ids and order kept
+        assert s.in_memory == 0
+        s.close()
+        s = Spool(fs)
+        assert [m.id for m in s.pending(limit=1000)] == [*ids[1:-1], last]
+        assert s.wal_bytes() <= 128 * 1024
+        s.close()
+    errors = [r for r in caplog.records if "cannot write" in r.getMessage()]
+    assert len(errors) == 1  # the first failed write, not one per alert
+    assert "writing again; 6 alert(s) moved from memory to disk" in caplog.text

@@ -15,7 +15,10 @@ on every connect it republishes ``online`` and the states, then walks the spool 
 keeping at most ``WINDOW`` events in flight. paho's own queue is in memory only, so nothing is
 handed to paho while disconnected except what was already in flight (paho resends that itself
 on reconnect, with the same mid). paho's network thread dies silently if a callback raises, so
-every callback is guarded.
+every callback is guarded; the worker survives anything too: a message paho refuses (a topic
+too long, a spool row of the wrong type) is set aside by the spool, and any other exception is
+logged (rate-limited), counted in the stats, and retried after a backoff - during which the
+worker does not beat its heartbeat, so the watchdog stops vouching for a sink that is stuck.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ import contextlib
 import functools
 import json
 import logging
-import sqlite3
 import sys
 import threading
 import time
@@ -44,6 +46,8 @@ log = logging.getLogger("edge_hf.mqtt")
 WINDOW = 32  # events in flight (published, not yet acknowledged)
 TICK = 0.5  # the worker's longest sleep: its heartbeat, and how stale a stats time may be
 CLOSE_BUDGET = 1.0  # seconds close() may spend flushing and saying "offline"
+ERROR_BACKOFF_MAX = 30.0  # seconds between retries of a worker step that keeps failing
+MAX_TOPIC = 65535  # bytes: MQTT's limit on a topic name
 _AUTH_CODES = {134, 135}  # Bad user name or password, Not authorized
 
 
@@ -80,7 +84,9 @@ class MqttSink:
         self._acks: deque[int] = deque()  # mids from on_publish, drained by the worker
         self._inflight: dict[int, int] = {}  # mid -> spool id; worker thread only
         self._cursor = 0  # highest spool id handed to paho on this connection
-        self._unspooled: deque[bytes] = deque(maxlen=1000)  # only if the spool cannot write
+        self.errors = 0  # worker steps that raised
+        self._failing = 0  # consecutive worker steps that raised
+        self._last_error = ("", 0.0)  # what the last logged error said, and when
         self._lock = threading.Lock()
         self._states: dict[tuple[str, str], str] = {}
         self._dirty: set[tuple[str, str]] = set()
@@ -97,6 +103,7 @@ class MqttSink:
                 raise UsageError(f"{e}; name the camera with --camera NAME=SOURCE") from None
         for label in run.labels:
             check_topic_level(label, "alert class")
+        self._check_topic_length(run)
         ctx = tls_context(self.opts.tls) if self.opts.tls else None
         if self.opts.tls and self.opts.tls.insecure:
             log.warning(
@@ -126,18 +133,19 @@ class MqttSink:
         self._thread = threading.Thread(target=self._work, name="mqtt-sink", daemon=True)
         self._thread.start()
 
+    def _check_topic_length(self, run: RunInfo) -> None:
+        longest = max(len(c.encode()) for c in run.cameras) if run.cameras else 0
+        labels = max((len(x.encode()) for x in run.labels), default=0)
+        n = len(self.opts.prefix.encode()) + longest + labels + 2
+        if n > MAX_TOPIC:
+            raise UsageError(
+                f"a camera name of {longest} bytes makes MQTT state topics of {n} bytes, over "
+                f"MQTT's limit of {MAX_TOPIC}; name the camera with --camera NAME=SOURCE"
+            )
+
     def emit(self, event: Event) -> None:
         payload = json.dumps(event.to_dict(), separators=(",", ":")).encode()
-        try:
-            self.spool.put(self.t_events, payload)
-        except sqlite3.Error as e:
-            log.error(
-                "spool %s: cannot store alert %s (%s); sending it without the spool",
-                self.spool.path,
-                event.id,
-                e,
-            )
-            self._unspooled.append(payload)
+        self.spool.put(self.t_events, payload)  # the disk refused: it waits in memory, in order
         key = (event.camera, event.label)
         with self._lock:
             self._states[key] = "ON" if event.kind == "start" else "OFF"
@@ -159,7 +167,11 @@ class MqttSink:
             self._thread.join(TICK)
         self.heartbeat.retire()
         while self._connected and time.monotonic() < deadline - 0.3 and self._busy():
-            self._step(stats=False)
+            try:
+                self._step(stats=False)
+            except Exception as e:  # what is not acknowledged stays spooled
+                self._step_failed(e)
+                break
             time.sleep(0.01)
         if self._connected:
             info = self.client.publish(self.t_available, "offline", qos=1, retain=True)
@@ -264,27 +276,52 @@ class MqttSink:
         while not self._stop.is_set():
             self._wake.wait(TICK)
             self._wake.clear()
-            self.heartbeat.beat()
-            if not self._stop.is_set():
+            if self._stop.is_set():
+                return
+            try:
                 self._step(stats=True)
+            except Exception as e:  # a bug or a failing disk: say so, back off, try again
+                self._step_failed(e)
+                self._stop.wait(self._error_backoff())
+                continue
+            if self._failing:
+                log.warning(
+                    "mqtt: the sink is working again after %d failed step(s)", self._failing
+                )
+                self._failing = 0
+            self.heartbeat.beat()  # only after a step that worked: the watchdog's evidence
+
+    def _error_backoff(self) -> float:
+        return min(TICK * 2 ** min(self._failing, 16), ERROR_BACKOFF_MAX)
+
+    def _step_failed(self, e: Exception) -> None:
+        self.errors += 1
+        self._failing += 1
+        what, now = f"{type(e).__name__}: {e}", time.monotonic()
+        said, when = self._last_error
+        if what != said or now - when >= 60.0:  # a new error, or a reminder once a minute
+            self._last_error = (what, now)
+            log.error(
+                "mqtt: the sink failed (%s); alerts stay spooled, retrying in %.3g s "
+                "(%d error(s) so far)",
+                what,
+                self._error_backoff(),
+                self.errors,
+                exc_info=what != said,  # the traceback once: it may be a bug to report
+            )
 
     def _step(self, stats: bool) -> None:
-        try:
-            self._settle_acks()
-            if not self._connected:
-                return
-            if self._fresh:
-                self._fresh = False
-                self._announce()
-            self._publish_states()
-            self._publish_spooled()
-            while self._unspooled:
-                self.client.publish(self.t_events, self._unspooled.popleft(), qos=1)
-            if stats and time.monotonic() >= self._next_stats:
-                self._next_stats = time.monotonic() + self.opts.stats_interval
-                self.client.publish(self.t_stats, json.dumps(self.stats()), qos=0)
-        except sqlite3.Error as e:  # a disk problem: keep going, it may pass
-            log.error("spool %s: %s", self.spool.path, e)
+        self._settle_acks()
+        if not self._connected:
+            return
+        if self._fresh:
+            self._fresh = False
+            self._announce()
+        self._publish_states()
+        self._publish_spooled()
+        if stats and time.monotonic() >= self._next_stats:
+            self._next_stats = time.monotonic() + self.opts.stats_interval
+            self.client.publish(self.t_stats, json.dumps(self.stats()), qos=0)
 
     def _announce(self) -> None:
         """A new connection: say we are here, restate every state, replay the spool."""
@@ -310,10 +347,15 @@ class MqttSink:
             busy = set(self._inflight.values())  # paho resends those itself
             for row in rows:
                 self._cursor = row.id
-                if row.id not in busy:
+                if row.id in busy:
+                    continue
+                try:
                     info = self.client.publish(row.topic, row.payload, qos=1)
-                    self._inflight[info.mid] = row.id
-                    room -= 1
+                except (ValueError, TypeError) as e:  # paho refuses it, now and forever
+                    self.spool.reject(row.id, f"{type(e).__name__}: {e}")
+                    continue
+                self._inflight[info.mid] = row.id
+                room -= 1
 
     def _settle_acks(self) -> None:
         done = []
@@ -325,7 +367,7 @@ class MqttSink:
             self.spool.delete(done)
 
     def _busy(self) -> bool:
-        return bool(self.spool.depth or self._inflight or self._dirty or self._unspooled)
+        return bool(self.spool.depth or self._inflight or self._dirty)
 
     def stats(self) -> dict:
         """The ``<prefix>/stats`` payload."""
@@ -337,11 +379,14 @@ class MqttSink:
                 "depth": self.spool.depth,
                 "bytes": self.spool.size,
                 "dropped": self.spool.dropped,
+                "in_memory": self.spool.in_memory,
+                "rejected": self.spool.rejected,
             },
             "mqtt": {
                 "connected": self._connected,
                 "reconnects": self.reconnects,
                 "failed_attempts": self.failed_attempts,
+                "errors": self.errors,
             },
         }
 
