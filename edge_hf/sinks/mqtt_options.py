@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from edge_hf.errors import SinkError, UsageError
-from edge_hf.redact import mask_url
+from edge_hf.redact import mask_url, printable
 from edge_hf.spool import SpoolLimits
 
 PASSWORD_ENV = "EDGE_HF_MQTT_PASSWORD"
@@ -69,7 +69,12 @@ class MqttUrl:
 
 def parse_url(url: str, where: str = "--mqtt") -> MqttUrl:
     """Split and check an ``mqtt://`` or ``mqtts://`` URL; every error names ``where``."""
-    shown = mask_url(url)
+    shown = printable(mask_url(url))
+    if shown != mask_url(url) or any(c.isspace() for c in url):
+        raise UsageError(
+            f"{where} {shown}: not a URL (control characters, spaces or bytes that are not "
+            f"UTF-8); expected mqtt://[user@]host[:port][/prefix]"
+        )
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -91,14 +96,16 @@ def parse_url(url: str, where: str = "--mqtt") -> MqttUrl:
         )
     if not parts.hostname:
         raise UsageError(f"{where} {shown}: no host; expected mqtt://[user@]host[:port][/prefix]")
-    if parts.query or parts.fragment:
+    if "?" in url or "#" in url:  # mqtt://h/# has an empty fragment: still not a prefix
         raise UsageError(f"{where} {shown}: unexpected '?' or '#'; a prefix is a plain path")
+    if port == 0:
+        raise UsageError(f"{where} {shown}: port 0; expected a port from 1 to 65535")
     prefix = parts.path.strip("/") or "edge-hf"
     check_topic_level(prefix, f"{where} {shown}: prefix", levels=True)
     return MqttUrl(
         tls=scheme == "mqtts",
         host=parts.hostname,
-        port=port or _PORTS[scheme],
+        port=_PORTS[scheme] if port is None else port,
         prefix=prefix,
         username=unquote(parts.username) if parts.username else None,
     )
