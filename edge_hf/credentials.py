@@ -3,7 +3,8 @@
 password for camera NAME comes from the first of:
 
 1. ``--camera-password-dir DIR`` (``capture.password_dir``): the file ``DIR/camera-NAME-password``;
-2. the environment variable ``EDGE_HF_CAMERA_PASSWORD_NAME`` (NAME in capitals, '-' as '_');
+2. the environment variable ``EDGE_HF_CAMERA_PASSWORD_NAME`` (NAME in capitals, anything but
+   letters and digits as '_');
 3. ``$CREDENTIALS_DIRECTORY/camera-NAME-password`` (systemd
    ``LoadCredential=camera-NAME-password:/etc/edge-hf/camera-NAME-password``).
 
@@ -13,6 +14,7 @@ A password in the URL itself still works; given on the command line it draws a w
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -24,7 +26,7 @@ def credential_name(camera: str) -> str:
 
 
 def env_name(camera: str) -> str:
-    return "EDGE_HF_CAMERA_PASSWORD_" + camera.upper().replace("-", "_")
+    return "EDGE_HF_CAMERA_PASSWORD_" + re.sub(r"[^A-Z0-9]", "_", camera.upper())
 
 
 def camera_password(camera: str, src: str, where: str, password_dir: Path | None) -> str | None:
