@@ -152,6 +152,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ours_or_a_warning(record: logging.LogRecord) -> bool:
+    """Other libraries' info lines are not ours to print (OpenVINO's telemetry logs "Failed to
+    find location of the openvino_telemetry file" on the root logger for a user without a
+    home directory, as under systemd)."""
+    return record.levelno >= logging.WARNING or record.name.startswith("edge_hf")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -160,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             stream=sys.stderr,
             format="edge-hf: %(levelname)s %(message)s",
         )
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_ours_or_a_warning)
         return args.func(args)
     except EdgeHFError as e:
         print(f"edge-hf: error: {e}", file=sys.stderr)
