@@ -181,7 +181,11 @@ def _a_file(t: Path) -> str:
             2,
             "--every: expected a whole number >= 1 and <= 100000, found '0'",
         ),
-        (lambda t: ["run", "--camera", CAM, "--hz", "0"], 2, "--hz: expected a number >= 0.01 and <= 1000"),
+        (
+            lambda t: ["run", "--camera", CAM, "--hz", "0"],
+            2,
+            "--hz: expected a number >= 0.01 and <= 1000",
+        ),
         (lambda t: ["run", "--camera", CAM, "--k-of-n", "4/3"], 2, "expected K/N with 1 <= K <= N"),
         (
             lambda t: ["run", "--camera", CAM, "--backend", "tflite"],

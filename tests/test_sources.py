@@ -142,3 +142,33 @@ def test_file_source_is_paced_at_its_fps(fall_clip: Path):
     for _ in range(10):
         assert src.grab()
     assert time.monotonic() - t0 >= 0.36
+
+
+# --------------------------------------------------------------------------- properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from edge_hf.errors import EdgeHFError  # noqa: E402
+
+CAMERA_ARG = st.one_of(
+    st.text(max_size=40),
+    st.builds(
+        "{}{}".format,
+        st.sampled_from(["rtsp://", "http://", "synth://", "synth://fall?", "ftp://", "a=", "/"]),
+        st.text(max_size=30),
+    ),
+    st.binary(max_size=20).map(lambda b: "rtsp://h/" + b.decode("utf-8", "surrogateescape")),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(CAMERA_ARG)
+def test_any_camera_argument_builds_a_source_or_is_a_one_line_error(arg: str):
+    """Never an exception of another kind, and never a string OpenCV would crash on."""
+    try:
+        src = open_source(arg, OPTS)
+    except EdgeHFError as e:
+        assert "\n" not in str(e)
+        return
+    src.display.encode("utf-8")  # printable, and what OpenCV gets is UTF-8 too
