@@ -173,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     except EdgeHFError as e:
         print(f"edge-hf: error: {e}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:  # `edge-hf info m.onnx | head`: the reader has gone, as it may
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
 
 
 if __name__ == "__main__":

@@ -71,6 +71,12 @@ def _junk_xml(t: Path) -> str:
     return str(t / "junk.xml")
 
 
+def _junk_onnx(t: Path) -> str:
+    """OpenVINO tries its TensorFlow frontend on it, which prints absl lines on stderr."""
+    (t / "junk.onnx").write_bytes(b"\x00garbage" * 64)
+    return str(t / "junk.onnx")
+
+
 def _config(t: Path, text: str) -> str:
     (t / "config.toml").write_text(text)
     return str(t / "config.toml")
@@ -117,6 +123,11 @@ ROWS = [
     (lambda t: [*RUN, "--model", str(t)], 3, "is a directory, not a file"),
     (lambda t: [*RUN, "--model", _junk_xml(t)], 3, "junk.xml: not an OpenVINO IR"),
     (
+        lambda t: ["info", _junk_onnx(t), "--backend", "openvino"],
+        3,
+        "junk.onnx: not a loadable OpenVINO/ONNX model (Unable to read the model",
+    ),
+    (
         lambda t: ["run", "--config", _config(t, "[cameras]\nporch = 'ftp://x'\n")],
         2,
         "config.toml: cameras.porch ftp://x: unknown scheme 'ftp'",
@@ -153,7 +164,7 @@ def _check(r: subprocess.CompletedProcess, code: int, needle: str) -> None:
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr  # also: no OpenVINO/absl noise, no traceback
     assert lines[0].startswith("edge-hf: error: ") and needle in lines[0], lines[0]
-    assert r.stdout == ""
+    assert r.stdout == "" and "core.cpp" not in r.stderr and "error number" not in r.stderr
 
 
 def test_export_refuses_a_4_byte_checkpoint(tmp_path: Path):

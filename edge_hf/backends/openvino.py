@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +39,8 @@ class OvBackend:
             _require_ir(path)
         core = ov.Core()
         try:
-            model = core.read_model(str(path))
+            with _stderr_kept_unless_failed():
+                model = core.read_model(str(path))
         except Exception as e:  # OpenVINO raises RuntimeError subclasses with long traces
             raise ModelError(f"{path}: not a loadable OpenVINO/ONNX model ({reason(e)})") from None
         try:
@@ -94,6 +100,30 @@ class OvBackend:
         # start_async + wait returns nothing, where infer() builds a results dict every call.
         self.request.start_async()
         self.request.wait()
+
+
+@contextlib.contextmanager
+def _stderr_kept_unless_failed() -> Iterator[None]:
+    """Hold what C++ writes on stderr (file descriptor 2) while OpenVINO reads a model: on a bad
+    file it tries every frontend, and TensorFlow's prints absl lines ("Error parsing
+    text-format tensorflow.GraphDef") before the error we turn into one line. Kept and
+    written out if the read succeeds. Model loading happens before any other thread runs."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        held.seek(0)
+        text = held.read()
+    if text:
+        os.write(2, text)
 
 
 def _require_ir(path: Path) -> None:
