@@ -146,8 +146,9 @@ class Runtime:
             sources = [open_source(c, cfg.source_opts, *more) for c, *more in camera_args(cfg)]
         names = [s.name for s in sources]
         if len(set(names)) != len(names):
+            where = (cfg.camera_where or ("--camera",))[0].rsplit("[", 1)[0]  # or FILE: cameras
             raise UsageError(
-                f"--camera: camera names must be unique, found {names}; name them as NAME=SOURCE"
+                f"{where}: camera names must be unique, found {names}; name them as NAME=SOURCE"
             )
         self.cameras = [self._camera(s, policy) for s in sources]
         self.inputs = self.cameras[0].sampler.input_buffers()

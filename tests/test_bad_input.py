@@ -143,6 +143,11 @@ ROWS = [
         "config.toml: cameras.porch synth://nothing: unknown synth scene",
     ),
     (
+        lambda t: ["run", "--config", _config(t, f"cameras = ['{CAM}', '{CAM}']\n")],
+        2,
+        "config.toml: cameras: camera names must be unique, found ['fall', 'fall']",
+    ),
+    (
         lambda t: [
             *("run", "--config"),
             _config(t, f"[alerts]\nthresholds = 'fall'\n[cameras]\na = '{CAM}'"),
