@@ -65,7 +65,10 @@ def text(v: Any, where: str) -> str:
 
 
 def path(v: Any, where: str) -> Path:
-    return Path(text(v, where)).expanduser()
+    try:
+        return Path(text(v, where)).expanduser()
+    except RuntimeError:  # ~user for a user that does not exist
+        raise _fail(where, "a path (~ only for an existing user)", v) from None
 
 
 def boolean(v: Any, where: str) -> bool:

@@ -152,3 +152,9 @@ def test_a_password_on_the_command_line_is_warned_about_and_masked():
     assert "rtsp://admin:***@127.0.0.1:9/s?token=***: a password on the command line" in warning
     assert "$EDGE_HF_CAMERA_PASSWORD_PORCH" in warning and "no class 'nope'" in error
     assert "ss@" not in r.stderr and "hunter2" not in r.stderr
+
+
+def test_a_password_dir_that_cannot_be_looked_into_is_named(clean_env, tmp_path: Path):
+    long_dir = tmp_path / ("d" * 300)  # ENAMETOOLONG: exists() would raise
+    with pytest.raises(SourceError, match=r"--camera-password-dir .*: cannot read it"):
+        camera_password("porch", URL, "--camera", long_dir)

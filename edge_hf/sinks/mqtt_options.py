@@ -129,7 +129,7 @@ def read_password(username: str | None, password_file: Path | None) -> str | Non
         password, origin = _read_secret(password_file, "--mqtt-password-file"), "a file"
     elif os.environ.get(PASSWORD_ENV):
         password, origin = os.environ[PASSWORD_ENV], f"${PASSWORD_ENV}"
-    elif creds and (Path(creds) / CREDENTIAL).exists():
+    elif creds and _there(Path(creds) / CREDENTIAL):
         path = Path(creds) / CREDENTIAL
         password, origin = _read_secret(path, "the systemd credential"), str(path)
     if password is not None and not username:
@@ -138,6 +138,14 @@ def read_password(username: str | None, password_file: Path | None) -> str | Non
             f"use mqtt://USER@host"
         )
     return password
+
+
+def _there(path: Path) -> bool:
+    """Exists, or cannot be looked at (EACCES): _read_secret then says why."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return True
 
 
 def _read_secret(path: Path, what: str) -> str:
