@@ -117,6 +117,11 @@ ROWS = [
     # smaller
     (lambda t: [*RUN, "--stall-timeout", "0"], 2, "--stall-timeout: expected a number of seconds"),
     (lambda t: [*RUN, "--mqtt", "mqtt://h:0"], 2, "--mqtt mqtt://h:0: port 0"),
+    (
+        lambda t: [*RUN, "--mqtt", "mqtts://h", "--mqtt-ca", f"{LONG}.pem"],
+        5,
+        ".pem cannot be opened: the name is too long for the file system",
+    ),
     (lambda t: [*RUN, "--mqtt", "mqtt://h/#"], 2, "mqtt://h/#: unexpected '?' or '#'"),
     (lambda t: ["run", "--camera", "synth://demo?frames=-5"], 2, "frames=1 or more"),
     (lambda t: ["run", "--camera", str(t)], 4, "is a directory, not a file"),

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from edge_hf.errors import SinkError, UsageError
+from edge_hf.paths import file_problem
 from edge_hf.redact import mask_url, printable
 from edge_hf.spool import SpoolLimits
 
@@ -166,8 +167,11 @@ def _read_secret(path: Path, what: str) -> str:
 def tls_context(tls: TlsFiles) -> ssl.SSLContext:
     """A verifying client context; a missing or bad file is named, with the flag to fix."""
     for path, flag in ((tls.ca, "--mqtt-ca"), (tls.cert, "--mqtt-cert"), (tls.key, "--mqtt-key")):
-        if path is not None and not Path(path).is_file():
+        problem = file_problem(Path(path)) if path is not None else None
+        if problem == "does not exist":
             raise SinkError(f"{flag} {path} does not exist (or is not a file)")
+        if problem:
+            raise SinkError(f"{flag} {path} {problem}")
     if tls.key is not None and tls.cert is None:
         raise UsageError("--mqtt-key needs --mqtt-cert (the client certificate it belongs to)")
     try:
