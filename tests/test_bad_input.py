@@ -1,5 +1,6 @@
 """Hostile input to ``edge-hf`` as real subprocesses (issue 13): each case is one line on stderr,
-its documented exit code, no traceback, and an end within its timeout (a hang is a failure)."""
+its documented exit code, no traceback, and an end within its timeout (a hang is a failure).
+(``python -m export junk.pt`` is a row of tests/export/test_errors.py.)"""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import onnx
 import pytest
 
 from edge_hf.spec import HyperframeSpec, write_onnx_spec
-from tests.conftest import ROOT, run_cli, run_module, save_model, save_openvino
+from tests.conftest import ROOT, run_cli, save_model, save_openvino
 from tests.motion_model import MOTION_SPEC
 
 CAM = "synth://fall?frames=20"
@@ -175,17 +176,6 @@ def _check(r: subprocess.CompletedProcess, code: int, needle: str) -> None:
     assert len(lines) == 1, r.stderr  # also: no OpenVINO/absl noise, no traceback
     assert lines[0].startswith("edge-hf: error: ") and needle in lines[0], lines[0]
     assert r.stdout == "" and "core.cpp" not in r.stderr and "error number" not in r.stderr
-
-
-def test_export_refuses_a_4_byte_checkpoint(tmp_path: Path):
-    (tmp_path / "junk.pt").write_bytes(b"junk")
-    r = run_module("export", str(tmp_path / "junk.pt"), timeout=120)
-    assert r.returncode == 3, r.stderr
-    assert r.stderr.strip().splitlines() == [
-        f"export: error: {tmp_path / 'junk.pt'}: not a PyTorch checkpoint we can read (unpack "
-        "requires a buffer of 4 bytes); pass a runs/<name>/best.pt written by `python -m "
-        "models.train`"
-    ]
 
 
 # --------------------------------------------------------------------------- as a service user

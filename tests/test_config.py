@@ -136,11 +136,21 @@ def test_check_config_shows_no_password(tmp_path: Path):
 
 
 def test_check_config_masks_camera_passwords(tmp_path: Path):
-    f = write(tmp_path, "[cameras]\ndoor = 'rtsp://admin:hunter2@10.0.0.7/s1'\n")
+    f = write(
+        tmp_path,
+        "[cameras]\ndoor = 'rtsp://admin:hunter2@10.0.0.7/s1'\n"
+        "gate = 'rtsp://admin:p@ssw0rd@10.0.0.8/s1'\n"  # '@' in the password
+        "yard = 'http://10.0.0.9/video.cgi?user=admin&password=s3cret&ch=1'\n",
+    )
     r = run_cli("check-config", str(f), timeout=60)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["run"]["cameras"] == ["door=rtsp://admin:***@10.0.0.7/s1"]
-    assert "hunter2" not in r.stdout + r.stderr
+    assert json.loads(r.stdout)["run"]["cameras"] == [
+        "door=rtsp://admin:***@10.0.0.7/s1",
+        "gate=rtsp://admin:***@10.0.0.8/s1",
+        "yard=http://10.0.0.9/video.cgi?user=admin&password=***&ch=1",
+    ]
+    for secret in ("hunter2", "ssw0rd", "s3cret"):
+        assert secret not in r.stdout + r.stderr
 
 
 @pytest.mark.parametrize(
