@@ -172,3 +172,20 @@ def test_any_camera_argument_builds_a_source_or_is_a_one_line_error(arg: str):
         assert "\n" not in str(e)
         return
     src.display.encode("utf-8")  # printable, and what OpenCV gets is UTF-8 too
+
+
+def test_a_utf8_file_name_opens_and_a_name_that_is_not_utf8_is_refused(tmp_path: Path):
+    import os
+
+    from edge_hf import synth
+
+    good = tmp_path / "caméra 日本.avi"
+    synth.write_clip(good, synth.make_scene("fall", seed=0, size=(48, 64)), 5, fourcc="MJPG")
+    src = open_source(str(good), OPTS)
+    src.open()
+    assert src.grab() and src.retrieve().shape == (48, 64, 3)
+    src.release()
+    bad = os.fsencode(tmp_path) + b"/v_\xff.avi"  # OpenCV would segfault on this name
+    os.rename(good, bad)
+    with pytest.raises(UsageError, match=r"v_\\xff.avi: the file name has bytes that are not"):
+        open_source(os.fsdecode(bad), OPTS)
