@@ -28,8 +28,8 @@ class AlertPolicy:
     def __post_init__(self) -> None:
         if not 1 <= self.k <= self.n:
             raise UsageError(f"--k-of-n must satisfy 1 <= k <= n, found {self.k}/{self.n}")
-        if self.cooldown < 0:
-            raise UsageError(f"--cooldown must be >= 0 seconds, found {self.cooldown}")
+        if not 0 <= self.cooldown <= 86_400:  # also refuses inf and nan
+            raise UsageError(f"--cooldown must be 0 to 86400 seconds, found {self.cooldown}")
 
 
 @dataclass(frozen=True)

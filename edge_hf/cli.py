@@ -35,11 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     from edge_hf import config
 
     p = _Parser(prog="edge-hf", description="Hyperframe video alerts on cheap hardware.")
-    p.add_argument(
-        "--log-level",
-        choices=["debug", "info", "warning", "error"],
-        help="default info, or log_level in the config file",
-    )
+    _log_level_flag(p, None)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser(
@@ -49,17 +45,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--config", type=Path, metavar="FILE", help="a TOML config file")
     config.add_flags(run)
+    _log_level_flag(run, argparse.SUPPRESS)
     run.set_defaults(func=cmd_run)
 
     check = sub.add_parser("check-config", help="check a config file and print what it means")
     check.add_argument("file", type=Path)
+    _log_level_flag(check, argparse.SUPPRESS)
     check.set_defaults(func=cmd_check_config)
 
     info = sub.add_parser("info", help="print a model's spec, inputs and outputs")
     info.add_argument("model", type=Path)
     info.add_argument("--backend", default="auto")
+    _log_level_flag(info, argparse.SUPPRESS)
     info.set_defaults(func=cmd_info)
     return p
+
+
+def _log_level_flag(parser: argparse.ArgumentParser, default: object) -> None:
+    """Accepted before and after the command; a subcommand's default must not erase the
+    value given before it, hence SUPPRESS there."""
+    parser.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        default=default,
+        help="default info, or log_level in the config file",
+    )
 
 
 def _settings(args: argparse.Namespace, file: Path | None):
@@ -95,15 +105,15 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     """Everything ``run --config FILE`` would check before its first frame, without cameras
     being opened or a broker contacted; prints the resolved settings (no password)."""
     from edge_hf.backends import load_backend
-    from edge_hf.runtime import alert_policy
+    from edge_hf.runtime import alert_policy, camera_args
     from edge_hf.sinks.mqtt_options import tls_context
     from edge_hf.sources import open_source
 
     settings = _settings(args, args.file)
     cfg = settings.run
-    for cam in cfg.cameras:
+    for cam, where, password in camera_args(cfg):
         try:
-            open_source(cam, cfg.source_opts)  # scheme and name; not opened
+            open_source(cam, cfg.source_opts, where, password)  # scheme and name; not opened
         except SourceError as e:  # a camera unplugged now is not the file's fault
             log.warning("%s", e)
     backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
@@ -122,6 +132,7 @@ def _describe(settings) -> dict:
 
     out = {"log_level": settings.log_level, "run": asdict(settings.run)}
     out["run"]["cameras"] = [mask_url(c) for c in settings.run.cameras]
+    out["run"]["camera_passwords"] = ["set" if p else None for p in settings.run.camera_passwords]
     if settings.mqtt is not None:
         m = settings.mqtt
         out["mqtt"] = {**asdict(m), "url": m.display, "password": "set" if m.password else None}
@@ -141,6 +152,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ours_or_a_warning(record: logging.LogRecord) -> bool:
+    """Other libraries' info lines are not ours to print (OpenVINO's telemetry logs "Failed to
+    find location of the openvino_telemetry file" on the root logger for a user without a
+    home directory, as under systemd)."""
+    return record.levelno >= logging.WARNING or record.name.startswith("edge_hf")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -149,10 +167,15 @@ def main(argv: list[str] | None = None) -> int:
             stream=sys.stderr,
             format="edge-hf: %(levelname)s %(message)s",
         )
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_ours_or_a_warning)
         return args.func(args)
     except EdgeHFError as e:
         print(f"edge-hf: error: {e}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:  # `edge-hf info m.onnx | head`: the reader has gone, as it may
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ frozen data (``Settings``), checked once here and passed inward.
     porch = "rtsp://10.0.0.7/s1"
     [model]   path, backend, providers, threads, every, hz
     [alerts]  thresholds = { fall = 0.8 }  (--threshold adds to / overrides these), k_of_n, cooldown
-    [capture] fast, loop, stall_timeout, open_timeout
+    [capture] fast, loop, stall_timeout, open_timeout, password_dir
     [mqtt]    url, password_file, ca, cert, key, tls_insecure, client_id, stats_interval,
               reconnect_max
     [spool]   dir, max_rows, max_bytes
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import re
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +29,30 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from edge_hf._values import (  # noqa: F401  (the checks are part of this module's interface)
+    MAX_EVERY,
+    Number,
+    _fail,
+    boolean,
+    cameras,
+    cooldown,
+    every,
+    hz,
+    k_of_n,
+    log_level,
+    max_bytes,
+    max_rows,
+    names,
+    open_timeout,
+    path,
+    reconnect_max,
+    stall_timeout,
+    stats_interval,
+    text,
+    threads,
+    thresholds,
+)
+from edge_hf.credentials import camera_password, env_name, password_on_command_line
 from edge_hf.errors import UsageError
 from edge_hf.redact import mask_url
 from edge_hf.sinks.mqtt_options import (
@@ -44,120 +68,7 @@ from edge_hf.spool import SpoolLimits
 if TYPE_CHECKING:
     from edge_hf.runtime import RunConfig
 
-_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-
-# --------------------------------------------------------------------------- value checks
-# Each takes a value as typed on the command line (a string) or as read from TOML, and the place
-# it came from ("--every" or "/etc/edge-hf/config.toml: model.every") to name in errors.
-
-
-def _fail(where: str, expected: str, value: Any) -> UsageError:
-    return UsageError(f"{where}: expected {expected}, found {value!r}")
-
-
-def text(v: Any, where: str) -> str:
-    if not isinstance(v, str) or not v.strip():
-        raise _fail(where, "a non-empty string", v)
-    return v
-
-
-def path(v: Any, where: str) -> Path:
-    return Path(text(v, where)).expanduser()
-
-
-def boolean(v: Any, where: str) -> bool:
-    if not isinstance(v, bool):
-        raise _fail(where, "true or false", v)
-    return v
-
-
-def positive_int(v: Any, where: str) -> int:
-    n = _number(v, int)
-    if n is None or n < 1:
-        raise _fail(where, "a whole number >= 1", v)
-    return n
-
-
-def seconds(v: Any, where: str) -> float:
-    x = _number(v, float)
-    if x is None or not x >= 0:
-        raise _fail(where, "seconds >= 0", v)
-    return x
-
-
-def positive(v: Any, where: str) -> float:
-    x = _number(v, float)
-    if x is None or not x > 0:
-        raise _fail(where, "a number > 0", v)
-    return x
-
-
-def byte_count(v: Any, where: str) -> int:
-    n = _number(v, int)
-    if n is None or n < 1024:
-        raise _fail(where, "a whole number of bytes >= 1024", v)
-    return n
-
-
-def _number(v: Any, kind: type) -> Any:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, str):
-        try:
-            return kind(v)
-        except ValueError:
-            return None
-    if isinstance(v, int) or (kind is float and isinstance(v, float)):
-        return kind(v)
-    return None
-
-
-def log_level(v: Any, where: str) -> str:
-    if v not in ("debug", "info", "warning", "error"):
-        raise _fail(where, "one of debug, info, warning, error", v)
-    return v
-
-
-def names(v: Any, where: str) -> tuple[str, ...]:
-    """``"tensorrt,cuda,cpu"`` or ``["tensorrt", "cuda", "cpu"]``."""
-    items = v.split(",") if isinstance(v, str) else v
-    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-        raise _fail(where, "a comma-separated list of names", v)
-    return tuple(i.strip() for i in items if i.strip())
-
-
-def k_of_n(v: Any, where: str) -> tuple[int, int]:
-    k, sep, n = str(v).partition("/") if isinstance(v, str) else ("", "", "")
-    if sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n):
-        return int(k), int(n)
-    raise _fail(where, "K/N with 1 <= K <= N (e.g. 2/3)", v)
-
-
-def thresholds(v: Any, where: str) -> tuple[tuple[str, float], ...]:
-    """Flags: ``["fall=0.8", …]``; a file: ``{ fall = 0.8 }``."""
-    pairs = v.items() if isinstance(v, dict) else [str(t).partition("=")[::2] for t in v]
-    out = []
-    for name, value in pairs:
-        p = _number(value, float)
-        if not name or p is None or not 0 < p <= 1:
-            shown = f"{name}={value}" if isinstance(v, list) else {name: value}
-            raise _fail(where, "CLASS=P with 0 < P <= 1 (e.g. fall=0.8)", shown)
-        out.append((name, p))
-    return tuple(out)
-
-
-def cameras(v: Any, where: str) -> tuple[str, ...]:
-    """Flags: ``["[NAME=]SRC", …]``; a file: ``{ NAME = "SRC" }`` or ``["[NAME=]SRC", …]``."""
-    if isinstance(v, dict):
-        for name, src in v.items():
-            if not _NAME.match(name):
-                raise UsageError(f"{where}.{name}: a camera name is letters, digits, '_' and '-'")
-            text(src, f"{where}.{name}")
-        return tuple(f"{name}={src}" for name, src in v.items())
-    if not isinstance(v, list) or not v or not all(isinstance(s, str) and s for s in v):
-        raise _fail(where, "a table of NAME = SOURCE", v)
-    return tuple(v)
-
+log = logging.getLogger("edge_hf")
 
 # --------------------------------------------------------------------------- the table
 
@@ -181,16 +92,17 @@ OPTIONS: tuple[Option, ...] = (
     Option("model.path",     "--model",             path,         None,    "a .onnx or OpenVINO .xml with an edge-hf spec (default: the embedded demo model)"),
     Option("model.backend",  "--backend",           text,         "auto",  "auto (by file type), onnxruntime or openvino"),
     Option("model.providers", "--providers",        names,        (),      "onnxruntime providers in order, e.g. tensorrt,cuda,cpu"),
-    Option("model.threads",  "--threads",           positive_int, 0,       "inference threads (default: 1 for onnxruntime, leaving cores to decode video; OpenVINO chooses)"),
-    Option("model.every",    "--every",             positive_int, 1,       "run the model every N source frames"),
-    Option("model.hz",       "--hz",                positive,     None,    "run the model about this many times a second"),
+    Option("model.threads",  "--threads",           threads,      0,       "inference threads (default: 1 for onnxruntime, leaving cores to decode video; OpenVINO chooses)"),
+    Option("model.every",    "--every",             every,        1,       "run the model every N source frames"),
+    Option("model.hz",       "--hz",                hz,           None,    "run the model about this many times a second"),
     Option("alerts.thresholds", "--threshold",      thresholds,   (),      "alert threshold for a class (default: the model's); repeatable", "append", "CLASS=P"),
     Option("alerts.k_of_n",  "--k-of-n",            k_of_n,       (2, 3),  "start an alert when K of the last N scores pass", metavar="K/N"),
-    Option("alerts.cooldown", "--cooldown",         seconds,      10.0,    "seconds of quiet after an alert"),
+    Option("alerts.cooldown", "--cooldown",         cooldown,     10.0,    "seconds of quiet after an alert"),
     Option("capture.fast",   "--fast",              boolean,      False,   "files and synth: as fast as possible, not at their fps", "bool"),
     Option("capture.loop",   "--loop",              boolean,      False,   "files: start again at the end", "bool"),
-    Option("capture.stall_timeout", "--stall-timeout", seconds,   10.0,    "reopen a source after this many seconds without a frame"),
-    Option("capture.open_timeout", "--open-timeout", seconds,     10.0,    "network cameras: seconds to wait for a connection"),
+    Option("capture.stall_timeout", "--stall-timeout", stall_timeout, 10.0,    "reopen a source after this many seconds without a frame"),
+    Option("capture.password_dir", "--camera-password-dir", path, None, "network cameras: read camera NAME's password from DIR/camera-NAME-password (else $EDGE_HF_CAMERA_PASSWORD_NAME, else the systemd credential camera-NAME-password)", metavar="DIR"),
+    Option("capture.open_timeout", "--open-timeout", open_timeout, 10.0,    "network cameras: seconds to wait for a connection"),
     Option("mqtt.url",       "--mqtt",              text,         None,    "publish alerts to mqtt://[user@]host[:port][/prefix] (mqtts:// for TLS)", metavar="URL"),
     Option("mqtt.password_file", "--mqtt-password-file", path,    None,    "read the MQTT password from this file (else $EDGE_HF_MQTT_PASSWORD, else the systemd credential mqtt-password)"),
     Option("mqtt.ca",        "--mqtt-ca",           path,         None,    "mqtts: CA bundle (PEM) to trust instead of the system's"),
@@ -198,11 +110,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("mqtt.key",       "--mqtt-key",          path,         None,    "mqtts: client key (PEM), if not in --mqtt-cert"),
     Option("mqtt.tls_insecure", "--mqtt-tls-insecure", boolean,   False,   "mqtts: do not check the broker's host name (the certificate chain is still verified)", "bool"),
     Option("mqtt.client_id", "--mqtt-client-id",    text,         None,    "MQTT client id (default: edge-hf-HOSTNAME-PREFIX)"),
-    Option("mqtt.stats_interval", "--stats-interval", positive,   60.0,    "seconds between <prefix>/stats messages"),
-    Option("mqtt.reconnect_max", "--mqtt-reconnect-max", positive, 30.0,   "longest wait between attempts to reach the broker (from 1 s, doubling)"),
+    Option("mqtt.stats_interval", "--stats-interval", stats_interval, 60.0,    "seconds between <prefix>/stats messages"),
+    Option("mqtt.reconnect_max", "--mqtt-reconnect-max", reconnect_max, 30.0,   "longest wait between attempts to reach the broker (from 1 s, doubling)"),
     Option("spool.dir",      "--state-dir",         path,         None,    "where the alert spool lives (default: $STATE_DIRECTORY, else ~/.local/state/edge-hf)"),
-    Option("spool.max_rows", "--spool-max-rows",    positive_int, 10_000,  "alerts kept while the broker is unreachable; the oldest go first"),
-    Option("spool.max_bytes", "--spool-max-bytes",  byte_count,   16 * 1024 * 1024, "bytes of alerts kept while the broker is unreachable"),
+    Option("spool.max_rows", "--spool-max-rows",    max_rows,     10_000,  "alerts kept while the broker is unreachable; the oldest go first"),
+    Option("spool.max_bytes", "--spool-max-bytes",  max_bytes,    16 * 1024 * 1024, "bytes of alerts kept while the broker is unreachable"),
 )
 # fmt: on
 
@@ -220,12 +132,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         elif o.action == "bool":
             kw["action"] = argparse.BooleanOptionalAction
         if o.action != "bool":
-            kw["metavar"] = o.metavar or _METAVARS.get(o.check, "VALUE")
+            kw["metavar"] = (
+                o.metavar or getattr(o.check, "metavar", None) or _METAVARS.get(o.check, "VALUE")
+            )
         parser.add_argument(o.flag, **kw)
 
 
-_METAVARS = {path: "PATH", positive_int: "N", seconds: "SECONDS", positive: "X", text: "TEXT"}
-_METAVARS.update({byte_count: "BYTES", names: "A,B,…"})
+_METAVARS = {path: "PATH", text: "TEXT", names: "A,B,…"}
 
 
 def _dest(o: Option) -> str:
@@ -299,7 +212,17 @@ def resolve(args: argparse.Namespace, file: Path | None) -> dict[str, Any]:
             "no camera: give --camera [NAME=]SRC"
             + (f" or a [cameras] table in {file}" if file else " (or --config FILE)")
         )
+    out["cameras.where"] = _camera_places(args, values.get("cameras"), file, len(out["cameras"]))
     return out
+
+
+def _camera_places(args: argparse.Namespace, raw: Any, file: Path | None, n: int) -> tuple:
+    """Where each camera came from, to name in its errors: the flag or the file's key."""
+    if getattr(args, "cameras", None) is not None or raw is None:
+        return ("--camera",) * n
+    if isinstance(raw, dict):
+        return tuple(f"{file}: cameras.{name}" for name in raw)
+    return tuple(f"{file}: cameras[{i}]" for i in range(n))
 
 
 # --------------------------------------------------------------------------- frozen settings
@@ -324,8 +247,11 @@ def build(v: dict[str, Any]) -> Settings:
         open_timeout=v["capture.open_timeout"],
         read_timeout=v["capture.stall_timeout"],
     )
+    where = v.get("cameras.where") or ("--camera",) * len(v["cameras"])
     run = RunConfig(
         cameras=v["cameras"],
+        camera_where=where,
+        camera_passwords=_camera_passwords(v["cameras"], where, v["capture.password_dir"]),
         model=v["model.path"] or DEMO_MODEL,
         backend=v["model.backend"],
         backend_opts=BackendOptions(threads=v["model.threads"], providers=v["model.providers"]),
@@ -339,6 +265,25 @@ def build(v: dict[str, Any]) -> Settings:
         stall_timeout=v["capture.stall_timeout"],
     )
     return Settings(run, _mqtt(v), v["log_level"])
+
+
+def _camera_passwords(
+    cams: tuple[str, ...], where: tuple[str, ...], password_dir: Path | None
+) -> tuple[str | None, ...]:
+    from edge_hf.sources import split_name
+
+    out = []
+    for arg, place in zip(cams, where, strict=True):
+        name, src = split_name(arg)
+        out.append(camera_password(name, src, place, password_dir))
+        if place == "--camera" and password_on_command_line(src):
+            log.warning(
+                "--camera %s: a password on the command line can be read by every user of this "
+                "machine (ps); put it in $%s or a credential file instead (see README)",
+                mask_url(src),
+                env_name(name),
+            )
+    return tuple(out)
 
 
 def _mqtt(v: dict[str, Any]) -> MqttOptions | None:

@@ -4,9 +4,45 @@ from __future__ import annotations
 
 import re
 
-_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:@/]*):(?P<pw>[^@/]*)@")
+# A URL runs from its scheme to the next white space; text around it is left alone.
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S*")
+# Query or matrix parameters whose value is a secret, by (part of) their name:
+# ?password=…, &pwd=…, ;token=…, ?api_key=…, &X-Amz-Signature=…
+_SECRET_PARAM = re.compile(
+    r"(?P<key>[?&;][^=&;#\s]*?(?:pass|pwd|pw|token|key|secret|auth|sig|cred)[^=&;#\s]*=)"
+    r"(?P<value>[^&;#\s]*)",
+    re.IGNORECASE,
+)
 
 
-def mask_url(url: str) -> str:
-    """``rtsp://admin:hunter2@cam/x`` -> ``rtsp://admin:***@cam/x``; other text unchanged."""
-    return _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url)
+def mask_url(text: str) -> str:
+    """``rtsp://admin:hunter2@cam/x`` -> ``rtsp://admin:***@cam/x``, and the values of secret-named
+    query parameters (``?user=admin&password=x`` -> ``?user=admin&password=***``), for every URL
+    in ``text``; other text unchanged.
+
+    It errs on the side of hiding: everything between the first ':' after the user and the
+    *last* '@' is the password, since a password may itself contain '@', '/' or ':' (which
+    FFmpeg then misreads, but the secret is still a secret).
+    """
+    return _URL.sub(lambda m: _mask_one(m[0]), text)
+
+
+def _mask_one(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    userinfo, at, tail = rest.rpartition("@")
+    if at and ":" in userinfo:
+        user = userinfo.split(":", 1)[0]
+        rest = f"{user}:***@{tail}"
+    return f"{scheme}://" + _SECRET_PARAM.sub(r"\g<key>***", rest)
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on one line: bytes that are not UTF-8 (which Python keeps as
+    surrogates, e.g. from a file name) as ``\\xff``, control characters as ``\\n``, ``\\x00``…"""
+    return "".join(c if c.isprintable() and c < "\ud800" else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    if "\udc80" <= c <= "\udcff":  # an undecodable byte from the file system or argv
+        return f"\\x{ord(c) - 0xDC00:02x}"
+    return c if c.isprintable() and not "\ud800" <= c <= "\udfff" else repr(c)[1:-1]

@@ -32,6 +32,8 @@ DEMO_MODEL = _DEMO / ("model-int8.xml" if importlib.util.find_spec("openvino") e
 @dataclass(frozen=True)
 class RunConfig:
     cameras: tuple[str, ...]
+    camera_where: tuple[str, ...] = ()  # where each came from, for errors (default --camera)
+    camera_passwords: tuple[str | None, ...] = field(default=(), repr=False)  # see credentials
     model: Path = DEMO_MODEL
     backend: str = "auto"
     backend_opts: BackendOptions = field(default_factory=BackendOptions)
@@ -71,6 +73,14 @@ class InferenceStats:
         return float(np.percentile(self.ms[:n], q)) if n else 0.0
 
 
+def camera_args(cfg: RunConfig) -> list[tuple[str, str, str | None]]:
+    """(camera, where it came from, its password) for each of ``cfg.cameras``."""
+    n = len(cfg.cameras)
+    where = cfg.camera_where or ("--camera",) * n
+    passwords = cfg.camera_passwords or (None,) * n
+    return list(zip(cfg.cameras, where, passwords, strict=True))
+
+
 def alert_policy(spec: HyperframeSpec, cfg: RunConfig) -> AlertPolicy:
     thresholds = spec.thresholds
     for name, value in cfg.thresholds:
@@ -86,6 +96,31 @@ def alert_policy(spec: HyperframeSpec, cfg: RunConfig) -> AlertPolicy:
             f"CLASS=P (its classes are {list(spec.classes)})"
         )
     return AlertPolicy(tuple(thresholds.items()), cfg.k, cfg.n, cfg.cooldown)
+
+
+def open_unless_stopped(source: Source, stop: threading.Event) -> bool:
+    """``source.open()`` in a worker thread, so that SIGINT/SIGTERM (which set ``stop``) are
+    heard while OpenCV blocks in a connect for up to --open-timeout. True once open; False if
+    stopped first, leaving the worker to time out on its own (a daemon: it cannot hold up
+    the exit). An open that fails raises its SourceError here."""
+    if stop.is_set():
+        return False
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            source.open()
+        except BaseException as e:  # handed to the caller's thread
+            failure.append(e)
+
+    worker = threading.Thread(target=work, name=f"open-{source.name}", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        if stop.wait(0.05):
+            return False
+    if failure:
+        raise failure[0]
+    return True
 
 
 class Runtime:
@@ -108,11 +143,12 @@ class Runtime:
         policy = alert_policy(self.spec, cfg)
         self.cond = threading.Condition()
         if sources is None:
-            sources = [open_source(c, cfg.source_opts) for c in cfg.cameras]
+            sources = [open_source(c, cfg.source_opts, *more) for c, *more in camera_args(cfg)]
         names = [s.name for s in sources]
         if len(set(names)) != len(names):
+            where = (cfg.camera_where or ("--camera",))[0].rsplit("[", 1)[0]  # or FILE: cameras
             raise UsageError(
-                f"--camera: camera names must be unique, found {names}; name them as NAME=SOURCE"
+                f"{where}: camera names must be unique, found {names}; name them as NAME=SOURCE"
             )
         self.cameras = [self._camera(s, policy) for s in sources]
         self.inputs = self.cameras[0].sampler.input_buffers()
@@ -123,14 +159,13 @@ class Runtime:
 
     def _camera(self, source: Source, policy: AlertPolicy) -> Camera:
         # Open once here so a bad file fails before anything starts, and --hz knows the fps.
-        opened = True
+        opened = False
         try:
-            source.open()
+            opened = open_unless_stopped(source, self.stop)
         except SourceError as e:
             if not source.live:
                 raise
-            opened = False  # the capture thread retries with backoff and says so
-            log.warning("%s; retrying", e)
+            log.warning("%s; retrying", e)  # the capture thread retries with backoff
         every = hop_from_hz(self.cfg.hz, source.fps) if self.cfg.hz else self.cfg.every
         sampler = StrideSampler(self.spec, every)
         mailbox = Mailbox(sampler, self.cond)
@@ -145,6 +180,11 @@ class Runtime:
 
     def run(self) -> int:
         """Run until every source has ended or ``stop`` is set; return the exit code."""
+        if self.stop.is_set():  # stopped while the cameras were being opened
+            for cam in self.cameras:
+                cam.source.release()
+            log.info("stopped before the first frame")
+            return 0
         self._start_sinks()
         for cam in self.cameras:
             log.info(

@@ -34,19 +34,24 @@ def resize_into(frame: np.ndarray, dst: np.ndarray, interpolation: str = "linear
     cv2.resize(frame, (w, h), dst=dst, interpolation=INTERPOLATION_FLAGS[interpolation])
 
 
+MAX_EVERY = 100_000  # --every's limit (an hour at 25 fps): the sampler's table has this many rows
+
+
 def hop_from_hz(hz: float, fps: float) -> int:
-    """Frames between hyperframes for a target rate; at least 1."""
-    if not hz > 0:
+    """Frames between hyperframes for a target rate; 1 to MAX_EVERY."""
+    if not hz > 0 or not fps > 0 or hz == float("inf"):
         raise UsageError(f"--hz must be > 0, found {hz}")
-    return max(1, round(fps / hz))
+    return int(max(1, min(MAX_EVERY, round(min(fps / hz, 1e12)))))
 
 
 class StrideSampler:
     """Ring and index tables for one source. Allocates everything in ``__init__``."""
 
     def __init__(self, spec: HyperframeSpec, every: int) -> None:
-        if not isinstance(every, int) or every < 1:
-            raise UsageError(f"--every must be a whole number of frames >= 1, found {every!r}")
+        if not isinstance(every, int) or not 1 <= every <= MAX_EVERY:
+            raise UsageError(
+                f"--every must be a whole number of frames 1 to {MAX_EVERY}, found {every!r}"
+            )
         self.spec = spec
         self.every = every
         self.window = k = spec.window

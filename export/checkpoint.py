@@ -4,8 +4,6 @@ evaluation-mode model and its spec, refusing anything that is not ours."""
 from __future__ import annotations
 
 import json
-import pickle
-import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -13,6 +11,7 @@ from typing import Any
 import torch
 
 from edge_hf.errors import SpecError
+from edge_hf.paths import file_problem
 from edge_hf.spec import HyperframeSpec, check_threshold
 from export.errors import CheckpointError, UsageError
 from models.model import HyperframeNet, build
@@ -68,11 +67,14 @@ def load_checkpoint(path: Path) -> Checkpoint:
 
 
 def _read(path: Path) -> Any:
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist; {FIX}")
+    problem = file_problem(path)
+    if problem:
+        raise CheckpointError(f"checkpoint {path} {problem}; {FIX}")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, zipfile.BadZipFile, RuntimeError, EOFError, OSError) as e:
+    # A file that is not a zip falls through to torch's legacy unpickler, which fails with
+    # whatever its parser trips on (struct.error, ValueError, KeyError, UnicodeDecodeError…).
+    except Exception as e:
         first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
         raise CheckpointError(
             f"{path}: not a PyTorch checkpoint we can read ({first}); {FIX}"

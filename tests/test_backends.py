@@ -59,11 +59,16 @@ def test_describe_reports_io(models):
     assert d["precision"] == "f32"
 
 
-def test_threads_option_is_accepted(models):
+def test_the_threads_option_reaches_the_engine(models):
     from edge_hf.backends import BackendOptions
 
-    for path in models.values():
-        assert load_backend(path, "auto", BackendOptions(threads=1)).spec == MOTION_SPEC
+    ort_default = load_backend(models["onnx"]).session.get_session_options()
+    assert ort_default.intra_op_num_threads == 1  # cores left for decoding video
+    ort_two = load_backend(models["onnx"], "auto", BackendOptions(threads=2)).session
+    assert ort_two.get_session_options().intra_op_num_threads == 2
+    # OpenVINO caps the count at the cores it sees, so ask for fewer than its own choice
+    ov_one = load_backend(models["xml"], "auto", BackendOptions(threads=1)).compiled
+    assert ov_one.get_property("INFERENCE_NUM_THREADS") == 1
 
 
 def _corrupt(tmp: Path) -> Path:
@@ -160,7 +165,7 @@ def test_bad_model_files_are_refused_with_a_reason(tmp_path: Path, make, backend
         load_backend(path, backend)
 
 
-def test_openvino_backend_refuses_a_wrong_suffix(models, tmp_path):
+def test_the_onnxruntime_backend_refuses_an_openvino_ir(models):
     with pytest.raises(ModelError, match=r"the onnxruntime backend reads \['.onnx'\] files"):
         load_backend(models["xml"], "onnxruntime")
 

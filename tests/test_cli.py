@@ -179,9 +179,13 @@ def _a_file(t: Path) -> str:
         (
             lambda t: ["run", "--camera", CAM, "--every", "0"],
             2,
-            "--every: expected a whole number >= 1, found '0'",
+            "--every: expected a whole number >= 1 and <= 100000, found '0'",
         ),
-        (lambda t: ["run", "--camera", CAM, "--hz", "0"], 2, "--hz: expected a number > 0"),
+        (
+            lambda t: ["run", "--camera", CAM, "--hz", "0"],
+            2,
+            "--hz: expected a number >= 0.01 and <= 1000",
+        ),
         (lambda t: ["run", "--camera", CAM, "--k-of-n", "4/3"], 2, "expected K/N with 1 <= K <= N"),
         (
             lambda t: ["run", "--camera", CAM, "--backend", "tflite"],
@@ -233,12 +237,12 @@ def _a_file(t: Path) -> str:
         (
             lambda t: [*MQ, "mqtt://h", "--spool-max-rows", "0"],
             2,
-            "--spool-max-rows: expected a whole number >= 1, found '0'",
+            "--spool-max-rows: expected a whole number >= 1 and <= 10000000, found '0'",
         ),
         (
             lambda t: [*MQ, "mqtt://h", "--stats-interval", "0"],
             2,
-            "--stats-interval: expected a number > 0, found '0'",
+            "--stats-interval: expected a number of seconds >= 0.1 and <= 86400, found '0'",
         ),
         (
             lambda t: ["run", "--camera", CAM, "--every", "2", "--hz", "3"],

@@ -76,12 +76,12 @@ def test_defaults_without_a_file(tmp_path: Path):
         ("[spool]\nmax = 3", "unknown key 'spool.max'; did you mean 'spool.max_rows'? (known: spool.dir, spool.max_bytes, spool.max_rows)"),
         ("[model.extra]\nx = 1", "unknown key 'model.extra'"),
         ("mqtt = 3", "mqtt must be a table: [mqtt]"),
-        ("[model]\nevery = 'five'", "config.toml: model.every: expected a whole number >= 1, found 'five'"),
-        ("[model]\nevery = 2.0", "model.every: expected a whole number >= 1, found 2.0"),
+        ("[model]\nevery = 'five'", "config.toml: model.every: expected a whole number >= 1 and <= 100000, found 'five'"),
+        ("[model]\nevery = 2.0", "model.every: expected a whole number >= 1 and <= 100000, found 2.0"),
         ("[model]\nevery = 2\nhz = 3", "model.every and model.hz are alternatives; keep one"),
         ("[capture]\nfast = 'yes'", "capture.fast: expected true or false, found 'yes'"),
         ("[alerts]\nthresholds = { fall = 2 }", "alerts.thresholds: expected CLASS=P with 0 < P <= 1"),
-        ("[alerts]\nk_of_n = 2", "alerts.k_of_n: expected K/N with 1 <= K <= N (e.g. 2/3), found 2"),
+        ("[alerts]\nk_of_n = 2", "alerts.k_of_n: expected K/N with 1 <= K <= N <= 1000 (e.g. 2/3), found 2"),
         ("[cameras]\n'front door' = 'x'", "cameras.front door: a camera name is letters, digits"),
         ("cameras = 'x'", "cameras: expected a table of NAME = SOURCE"),
         ("log_level = 'loud'", "log_level: expected one of debug, info, warning, error"),
@@ -136,11 +136,21 @@ def test_check_config_shows_no_password(tmp_path: Path):
 
 
 def test_check_config_masks_camera_passwords(tmp_path: Path):
-    f = write(tmp_path, "[cameras]\ndoor = 'rtsp://admin:hunter2@10.0.0.7/s1'\n")
+    f = write(
+        tmp_path,
+        "[cameras]\ndoor = 'rtsp://admin:hunter2@10.0.0.7/s1'\n"
+        "gate = 'rtsp://admin:p@ssw0rd@10.0.0.8/s1'\n"  # '@' in the password
+        "yard = 'http://10.0.0.9/video.cgi?user=admin&password=s3cret&ch=1'\n",
+    )
     r = run_cli("check-config", str(f), timeout=60)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["run"]["cameras"] == ["door=rtsp://admin:***@10.0.0.7/s1"]
-    assert "hunter2" not in r.stdout + r.stderr
+    assert json.loads(r.stdout)["run"]["cameras"] == [
+        "door=rtsp://admin:***@10.0.0.7/s1",
+        "gate=rtsp://admin:***@10.0.0.8/s1",
+        "yard=http://10.0.0.9/video.cgi?user=admin&password=***&ch=1",
+    ]
+    for secret in ("hunter2", "ssw0rd", "s3cret"):
+        assert secret not in r.stdout + r.stderr
 
 
 @pytest.mark.parametrize(
@@ -171,3 +181,131 @@ def test_run_with_a_config_file(tmp_path: Path, fall_clip: Path):
     assert r.stderr == ""  # log_level = "error"
     r = run_cli("--log-level", "info", "run", "--config", str(f), timeout=120)
     assert r.returncode == 0 and "inference:" in r.stderr  # the flag beats the file
+
+
+# --------------------------------------------------------------------------- properties
+
+import math  # noqa: E402
+import tempfile  # noqa: E402
+
+from hypothesis import event, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from edge_hf.errors import EdgeHFError  # noqa: E402
+
+NUMERIC = [o for o in config.OPTIONS if isinstance(o.check, config.Number)]
+VALUE = st.one_of(
+    st.text(max_size=30),
+    st.integers(),
+    st.floats(),
+    st.booleans(),
+    st.sampled_from(["inf", "-inf", "nan", "1e12", "99999999999999999999", "1e-300", "0", " 5"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(option=st.sampled_from(NUMERIC), value=VALUE)
+def test_a_numeric_option_is_in_its_bounds_or_a_one_line_error(option, value):
+    try:
+        x = option.check(value, option.flag)
+    except UsageError as e:
+        assert "\n" not in str(e) and str(e).startswith(f"{option.flag}: expected")
+        return
+    assert isinstance(x, option.check.kind) and math.isfinite(x)
+    assert option.check.lo <= x <= option.check.hi
+
+
+def test_the_limit_of_every_is_the_samplers():
+    from edge_hf.sampler import MAX_EVERY
+
+    assert config.MAX_EVERY == MAX_EVERY == config.every.hi
+
+
+SCALAR = st.one_of(
+    st.text(max_size=20),
+    st.text(max_size=8).map(lambda t: "~" + t),  # ~user: a RuntimeError in pathlib
+    st.integers(-(2**70), 2**70),
+    st.floats(),
+    st.booleans(),
+    st.sampled_from(["synth://fall", "rtsp://a:b@h/x", "/dev/video0", "2/3", "fall=0.5"]),
+)
+TOML_VALUE = st.one_of(SCALAR, st.lists(SCALAR, max_size=3)).map(lambda v: _toml(v))
+# A plausible value per key (as TOML text), so that many documents get as far as settings.
+GOOD = {
+    "log_level": '"warning"',
+    "model.backend": '"auto"',
+    "model.providers": '"cpu"',
+    "model.threads": "2",
+    "model.every": "3",
+    "model.hz": "2.5",
+    "alerts.thresholds": "{ fall = 0.7 }",
+    "alerts.k_of_n": '"2/3"',
+    "alerts.cooldown": "4",
+    "capture.fast": "true",
+    "capture.stall_timeout": "5",
+    "capture.open_timeout": "3",
+    "mqtt.url": '"mqtt://edge@broker.lan/site"',
+    "mqtt.stats_interval": "30",
+    "spool.max_rows": "100",
+}
+KEY = st.one_of(st.sampled_from(sorted(GOOD)), st.sampled_from([o.key for o in config.OPTIONS]))
+GOOD_ENTRY = st.sampled_from(sorted(GOOD.items()))
+ENTRY = st.one_of(
+    GOOD_ENTRY,
+    GOOD_ENTRY,
+    GOOD_ENTRY,
+    st.tuples(KEY, TOML_VALUE),
+    st.tuples(st.text("abcdefghijklmnop_.", max_size=12), TOML_VALUE),
+)
+CAMERAS = st.one_of(
+    st.just({"porch": "synth://fall"}),
+    st.dictionaries(
+        st.one_of(st.sampled_from(["porch", "door"]), st.text(max_size=8)), SCALAR, max_size=2
+    ),
+)
+
+
+def _toml(v) -> str:
+    if isinstance(v, float):
+        return (
+            "nan" if v != v else ("inf" if v == math.inf else "-inf" if v == -math.inf else repr(v))
+        )
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    return json.dumps(v)
+
+
+def _document(entries: list, cameras: dict) -> str:
+    lines, tables = [], {}
+    for key, value in dict(entries).items():
+        section, _, sub = key.rpartition(".")
+        tables.setdefault(section, []).append(f"{json.dumps(sub)} = {value}")
+    for section, items in tables.items():
+        lines += ([f"[{json.dumps(section)}]"] if section else []) + items
+    if cameras:
+        lines += ["[cameras]"] + [f"{json.dumps(k)} = {_toml(v)}" for k, v in cameras.items()]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    entries=st.lists(ENTRY, max_size=6),
+    cameras=CAMERAS,
+    junk=st.one_of(st.none(), st.none(), st.text(max_size=40)),
+)
+def test_any_config_file_is_valid_settings_or_a_one_line_error(entries, cameras, junk):
+    text = junk if junk is not None else _document(entries, cameras)
+    with tempfile.TemporaryDirectory() as tmp:
+        file = write(Path(tmp), text)
+        args = build_parser().parse_args(["run", "--config", str(file)])
+        try:
+            values = config.resolve(args, file)
+            settings_ = config.build(values)
+        except EdgeHFError as e:
+            assert "\n" not in str(e).strip(), str(e)
+            event(f"error {type(e).__name__}")
+            return
+    event("valid settings")
+    run = settings_.run
+    assert run.cameras and len(run.camera_where) == len(run.cameras)
+    assert 1 <= run.every <= config.MAX_EVERY and 0 <= run.cooldown <= 86_400

@@ -126,3 +126,35 @@ def test_state_dir_prefers_systemd(monkeypatch, tmp_path: Path):
     monkeypatch.delenv("STATE_DIRECTORY")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     assert default_state_dir() == tmp_path / "xdg" / "edge-hf"
+
+
+# --------------------------------------------------------------------------- properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+URLISH = st.one_of(
+    st.text(max_size=60),
+    st.builds(
+        "{}://{}{}{}".format,
+        st.sampled_from(["mqtt", "mqtts", "MQTT", "ftp", ""]),
+        st.sampled_from(["", "u@", "u:p@", "@", ":@", "u%40x@"]),
+        st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+        st.sampled_from(
+            ["", ":0", ":1", ":65535", ":65536", ":-1", ":x", "/#", "/a/+", "/a", "?q"]
+        ),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(URLISH)
+def test_any_mqtt_url_is_a_valid_setting_or_a_one_line_error(url: str):
+    try:
+        u = parse_url(url)
+    except UsageError as e:
+        assert "\n" not in str(e) and str(e).startswith("--mqtt ")
+        return
+    assert 1 <= u.port <= 65535 and u.host and u.prefix
+    assert not set(u.prefix) & set("+#\0") and "" not in u.prefix.split("/")
+    u.prefix.encode("utf-8")  # a topic paho can send

@@ -14,6 +14,7 @@ from edge_hf.runtime import RunConfig, Runtime
 from edge_hf.sources import SourceOptions, open_source
 from edge_hf.sources.file import FileSource
 from tests.conftest import save_model
+from tests.motion_model import MOTION_SPEC
 
 
 class ListSink:
@@ -203,12 +204,28 @@ def test_threshold_override_changes_what_alerts(tmp_path: Path, fall_clip: Path)
     assert starts((("normal", 0.5),)) >= 1  # any class can be made an alert class
 
 
-def test_softmax_and_sigmoid_activation(tmp_path: Path):
+def test_softmax_activation(tmp_path: Path):
     cfg = RunConfig(cameras=("synth://fall?frames=10",), model=save_model(tmp_path / "m.onnx"))
     rt = Runtime(cfg, [], threading.Event())
+    assert rt.spec.activation == "softmax"
     rt.logits[:] = [[1.0, 3.0]]
     rt._activate()
     np.testing.assert_allclose(rt.probs, [[0.1192029, 0.8807971]], rtol=1e-6)
+
+
+def test_sigmoid_activation_scores_each_class_on_its_own(tmp_path: Path):
+    from dataclasses import replace
+
+    spec = replace(MOTION_SPEC, activation="sigmoid")
+    cfg = RunConfig(
+        cameras=("synth://fall?frames=10",), model=save_model(tmp_path / "m.onnx", spec)
+    )
+    rt = Runtime(cfg, [], threading.Event())
+    assert rt.spec.activation == "sigmoid"
+    rt.logits[:] = [[1.0, 3.0]]
+    rt._activate()
+    # 1 / (1 + e^-x) per class: they need not sum to 1, unlike softmax
+    np.testing.assert_allclose(rt.probs, [[0.7310586, 0.9525741]], rtol=1e-6)
 
 
 def test_two_cameras_each_get_their_own_alerts(tmp_path: Path):

@@ -93,7 +93,7 @@ def test_pyramid_inputs_gather_their_own_frames():
 
 @pytest.mark.parametrize("every", [0, -1, 1.5])
 def test_every_must_be_a_positive_int(every):
-    with pytest.raises(UsageError, match="--every must be a whole number of frames >= 1"):
+    with pytest.raises(UsageError, match="--every must be a whole number of frames 1 to 100000"):
         StrideSampler(spec(3, 1), every)
 
 

@@ -209,3 +209,50 @@ def test_a_damaged_file_is_read_past_the_damage_and_says_what_was_lost(
     assert frames >= at_least, r.stderr  # it went on past the damage
     if code == 0:
         assert frames + int(found[0]) == 500  # every frame decoded or counted as lost
+
+
+# --------------------------------------------------------------------------- properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from edge_hf.errors import EdgeHFError  # noqa: E402
+
+CAMERA_ARG = st.one_of(
+    st.text(max_size=40),
+    st.builds(
+        "{}{}".format,
+        st.sampled_from(["rtsp://", "http://", "synth://", "synth://fall?", "ftp://", "a=", "/"]),
+        st.text(max_size=30),
+    ),
+    st.binary(max_size=20).map(lambda b: "rtsp://h/" + b.decode("utf-8", "surrogateescape")),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(CAMERA_ARG)
+def test_any_camera_argument_builds_a_source_or_is_a_one_line_error(arg: str):
+    """Never an exception of another kind, and never a string OpenCV would crash on."""
+    try:
+        src = open_source(arg, OPTS)
+    except EdgeHFError as e:
+        assert "\n" not in str(e)
+        return
+    src.display.encode("utf-8")  # printable, and what OpenCV gets is UTF-8 too
+
+
+def test_a_utf8_file_name_opens_and_a_name_that_is_not_utf8_is_refused(tmp_path: Path):
+    import os
+
+    from edge_hf import synth
+
+    good = tmp_path / "caméra 日本.avi"
+    synth.write_clip(good, synth.make_scene("fall", seed=0, size=(48, 64)), 5, fourcc="MJPG")
+    src = open_source(str(good), OPTS)
+    src.open()
+    assert src.grab() and src.retrieve().shape == (48, 64, 3)
+    src.release()
+    bad = os.fsencode(tmp_path) + b"/v_\xff.avi"  # OpenCV would segfault on this name
+    os.rename(good, bad)
+    with pytest.raises(UsageError, match=r"v_\\xff.avi: the file name has bytes that are not"):
+        open_source(os.fsdecode(bad), OPTS)

@@ -10,6 +10,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from edge_hf.errors import ModelError
+from edge_hf.paths import file_problem
+from edge_hf.redact import printable
 from edge_hf.spec import HyperframeSpec
 
 
@@ -83,8 +85,41 @@ def _fmt(dims: Dims) -> str:
 
 
 def require_file(path: Path) -> None:
-    if not path.is_file():
+    """Refuse a model file that is missing, unreadable or has a name the engines cannot take,
+    with the reason in words (onnxruntime would say "system error number 13")."""
+    shown = printable(str(path))
+    if shown != str(path):
+        raise ModelError(
+            f"model file {shown}: the name has bytes that are not UTF-8 or control characters, "
+            "which onnxruntime and OpenVINO cannot open; rename the file"
+        )
+    problem = file_problem(path)
+    if problem == "does not exist":
         raise ModelError(
             f"model file {path} does not exist; check --model "
             "(or omit it to run the embedded demo model)"
         )
+    if problem:
+        raise ModelError(f"model file {path} {problem}")
+
+
+def check_output_shape(where: Path, spec: HyperframeSpec, name: str, shape: Sequence[int]) -> None:
+    """The shape a model really produced, for a model whose declared class count is dynamic:
+    a disagreement with the spec would make every score belong to the wrong class."""
+    n = len(spec.classes)
+    if tuple(shape) != (1, n):
+        raise ModelError(
+            f"{where}: output {name!r} is [N, ?] in the graph and really has shape "
+            f"{_fmt(list(shape))} for one hyperframe, but its spec has {n} classes, so [1, {n}] "
+            "was expected; re-export the model with `python -m export` so its graph and spec "
+            "agree"
+        )
+
+
+def reason(e: BaseException) -> str:
+    """The line of an engine's exception that says what is wrong, not where in C++ it was."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    useful = [
+        ln for ln in lines if not ln.startswith("Exception from ") and "error number" not in ln
+    ]
+    return (useful or lines or [type(e).__name__])[0][:200]

@@ -8,9 +8,19 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from edge_hf.backends.base import BackendOptions, check_io, require_file
+from edge_hf.backends.base import (
+    BackendOptions,
+    check_io,
+    check_output_shape,
+    reason,
+    require_file,
+)
 from edge_hf.errors import ModelError, SpecError, UsageError
 from edge_hf.spec import spec_from_onnx_metadata
+
+# Warnings only from here on: onnxruntime's default logger also speaks before a session exists
+# (e.g. "Failed to persist telemetry device ID" for a user without a writable home).
+ort.set_default_logger_severity(3)
 
 PROVIDERS = {
     "tensorrt": "TensorrtExecutionProvider",
@@ -53,8 +63,7 @@ class OrtBackend:
         try:
             self.session = ort.InferenceSession(str(path), so, providers=providers)
         except Exception as e:  # onnxruntime raises several unrelated types for a bad file
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ModelError(f"{path}: not a loadable ONNX model ({first[:200]})") from None
+            raise ModelError(f"{path}: not a loadable ONNX model ({reason(e)})") from None
         try:
             self.spec = spec_from_onnx_metadata(
                 self.session.get_modelmeta().custom_metadata_map, str(path)
@@ -68,8 +77,19 @@ class OrtBackend:
             [(i.name, _dims(i.shape), _dtype(i.type)) for i in ins],
             [(o.name, _dims(o.shape)) for o in outs],
         )
+        if not isinstance(outs[0].shape[1], int):
+            self._probe_output(ins, outs[0].name)
         self._binding = self.session.io_binding()
         self._names = [i.name for i in ins], outs[0].name
+
+    def _probe_output(self, ins: list[Any], out_name: str) -> None:
+        """One inference on black frames, to learn the class count the graph leaves open."""
+        feed = {i.name: np.zeros(self.spec.input_shape(k), np.uint8) for k, i in enumerate(ins)}
+        try:
+            out = self.session.run([out_name], feed)[0]
+        except Exception as e:  # the same unrelated types as loading
+            raise ModelError(f"{self.path}: a first inference failed ({reason(e)})") from None
+        check_output_shape(self.path, self.spec, out_name, out.shape)
 
     def describe(self) -> dict[str, Any]:
         return {

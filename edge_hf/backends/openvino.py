@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import openvino as ov
 
-from edge_hf.backends.base import BackendOptions, check_io, require_file
+from edge_hf.backends.base import (
+    BackendOptions,
+    check_io,
+    check_output_shape,
+    reason,
+    require_file,
+)
 from edge_hf.errors import ModelError, SpecError
 from edge_hf.spec import spec_from_openvino
 
@@ -24,14 +35,14 @@ class OvBackend:
                 "copy the .xml and .bin together"
             )
         self.path = path
+        if path.suffix == ".xml":
+            _require_ir(path)
         core = ov.Core()
         try:
-            model = core.read_model(str(path))
+            with _stderr_kept_unless_failed():
+                model = core.read_model(str(path))
         except Exception as e:  # OpenVINO raises RuntimeError subclasses with long traces
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ModelError(
-                f"{path}: not a loadable OpenVINO/ONNX model ({first[:200]})"
-            ) from None
+            raise ModelError(f"{path}: not a loadable OpenVINO/ONNX model ({reason(e)})") from None
         try:
             self.spec = spec_from_openvino(model, str(path))
         except SpecError as e:
@@ -54,6 +65,20 @@ class OvBackend:
         self.compiled = core.compile_model(model, opts.device, config)
         self.request = self.compiled.create_infer_request()
         self._device = opts.device
+        if not model.outputs[0].get_partial_shape()[1].is_static:
+            self._probe_output(model.outputs[0].get_any_name())
+
+    def _probe_output(self, name: str) -> None:
+        """One inference on black frames, to learn the class count the graph leaves open."""
+        for k in range(len(self.spec.inputs)):
+            self.request.set_input_tensor(
+                k, ov.Tensor(np.zeros(self.spec.input_shape(k), np.uint8))
+            )
+        try:
+            self.request.infer()
+        except Exception as e:  # RuntimeError subclasses
+            raise ModelError(f"{self.path}: a first inference failed ({reason(e)})") from None
+        check_output_shape(self.path, self.spec, name, self.request.get_output_tensor(0).shape)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -75,6 +100,45 @@ class OvBackend:
         # start_async + wait returns nothing, where infer() builds a results dict every call.
         self.request.start_async()
         self.request.wait()
+
+
+@contextlib.contextmanager
+def _stderr_kept_unless_failed() -> Iterator[None]:
+    """Hold what C++ writes on stderr (file descriptor 2) while OpenVINO reads a model: on a bad
+    file it tries every frontend, and TensorFlow's prints absl lines ("Error parsing
+    text-format tensorflow.GraphDef") before the error we turn into one line. Kept and
+    written out if the read succeeds. Model loading happens before any other thread runs."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        held.seek(0)
+        text = held.read()
+    if text:
+        os.write(2, text)
+
+
+def _require_ir(path: Path) -> None:
+    """Refuse an .xml that is not an OpenVINO IR before OpenVINO tries every frontend on it
+    (the TensorFlow one prints absl noise on stderr)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise ModelError(f"model file {path} cannot be read ({e.strerror})") from None
+    if b"<net" not in head:
+        raise ModelError(
+            f"{path}: not an OpenVINO IR (no <net> element at its start); pass the .xml that "
+            "`python -m export` (or OpenVINO's ovc) wrote, with its .bin beside it"
+        )
 
 
 def _dims(port: Any) -> list[int | None]:

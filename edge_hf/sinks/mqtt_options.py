@@ -17,7 +17,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from edge_hf.errors import SinkError, UsageError
-from edge_hf.redact import mask_url
+from edge_hf.paths import file_problem
+from edge_hf.redact import mask_url, printable
 from edge_hf.spool import SpoolLimits
 
 PASSWORD_ENV = "EDGE_HF_MQTT_PASSWORD"
@@ -69,7 +70,12 @@ class MqttUrl:
 
 def parse_url(url: str, where: str = "--mqtt") -> MqttUrl:
     """Split and check an ``mqtt://`` or ``mqtts://`` URL; every error names ``where``."""
-    shown = mask_url(url)
+    shown = printable(mask_url(url))
+    if shown != mask_url(url) or any(c.isspace() for c in url):
+        raise UsageError(
+            f"{where} {shown}: not a URL (control characters, spaces or bytes that are not "
+            f"UTF-8); expected mqtt://[user@]host[:port][/prefix]"
+        )
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -91,14 +97,16 @@ def parse_url(url: str, where: str = "--mqtt") -> MqttUrl:
         )
     if not parts.hostname:
         raise UsageError(f"{where} {shown}: no host; expected mqtt://[user@]host[:port][/prefix]")
-    if parts.query or parts.fragment:
+    if "?" in url or "#" in url:  # mqtt://h/# has an empty fragment: still not a prefix
         raise UsageError(f"{where} {shown}: unexpected '?' or '#'; a prefix is a plain path")
+    if port == 0:
+        raise UsageError(f"{where} {shown}: port 0; expected a port from 1 to 65535")
     prefix = parts.path.strip("/") or "edge-hf"
     check_topic_level(prefix, f"{where} {shown}: prefix", levels=True)
     return MqttUrl(
         tls=scheme == "mqtts",
         host=parts.hostname,
-        port=port or _PORTS[scheme],
+        port=_PORTS[scheme] if port is None else port,
         prefix=prefix,
         username=unquote(parts.username) if parts.username else None,
     )
@@ -122,7 +130,7 @@ def read_password(username: str | None, password_file: Path | None) -> str | Non
         password, origin = _read_secret(password_file, "--mqtt-password-file"), "a file"
     elif os.environ.get(PASSWORD_ENV):
         password, origin = os.environ[PASSWORD_ENV], f"${PASSWORD_ENV}"
-    elif creds and (Path(creds) / CREDENTIAL).exists():
+    elif creds and _there(Path(creds) / CREDENTIAL):
         path = Path(creds) / CREDENTIAL
         password, origin = _read_secret(path, "the systemd credential"), str(path)
     if password is not None and not username:
@@ -131,6 +139,14 @@ def read_password(username: str | None, password_file: Path | None) -> str | Non
             f"use mqtt://USER@host"
         )
     return password
+
+
+def _there(path: Path) -> bool:
+    """Exists, or cannot be looked at (EACCES): _read_secret then says why."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return True
 
 
 def _read_secret(path: Path, what: str) -> str:
@@ -151,8 +167,11 @@ def _read_secret(path: Path, what: str) -> str:
 def tls_context(tls: TlsFiles) -> ssl.SSLContext:
     """A verifying client context; a missing or bad file is named, with the flag to fix."""
     for path, flag in ((tls.ca, "--mqtt-ca"), (tls.cert, "--mqtt-cert"), (tls.key, "--mqtt-key")):
-        if path is not None and not Path(path).is_file():
+        problem = file_problem(Path(path)) if path is not None else None
+        if problem == "does not exist":
             raise SinkError(f"{flag} {path} does not exist (or is not a file)")
+        if problem:
+            raise SinkError(f"{flag} {path} {problem}")
     if tls.key is not None and tls.cert is None:
         raise UsageError("--mqtt-key needs --mqtt-cert (the client certificate it belongs to)")
     try:

@@ -5,22 +5,33 @@ from __future__ import annotations
 
 import cv2
 
+from edge_hf.credentials import with_password
 from edge_hf.redact import mask_url
 from edge_hf.sources._cv import CvSource
 from edge_hf.sources.base import SourceOptions
+
+_MAX_MS = 2**31 - 1  # OpenCV takes the timeouts as a C int of milliseconds
+
+
+def _ms(seconds: float) -> int:
+    """At least 1 ms: 0 would mean "no timeout" to FFmpeg, and an open that never ends."""
+    return max(1, int(min(float(_MAX_MS), seconds * 1000))) if seconds == seconds else 1
 
 
 class StreamSource(CvSource):
     live = True
 
-    def __init__(self, url: str, name: str, opts: SourceOptions) -> None:
+    def __init__(
+        self, url: str, name: str, opts: SourceOptions, password: str | None = None
+    ) -> None:
         params = [
             cv2.CAP_PROP_OPEN_TIMEOUT_MSEC,
-            int(opts.open_timeout * 1000),
+            _ms(opts.open_timeout),
             cv2.CAP_PROP_READ_TIMEOUT_MSEC,
-            int(opts.read_timeout * 1000),
+            _ms(opts.read_timeout),
         ]
-        super().__init__(name, mask_url(url), url, cv2.CAP_FFMPEG, params)
+        target = with_password(url, password) if password is not None else url
+        super().__init__(name, mask_url(target), target, cv2.CAP_FFMPEG, params)
 
     def open_error(self) -> str:
         return (

@@ -32,9 +32,13 @@ class SynthSource:
             w, h = (int(v) for v in q.get("size", "640x360").lower().split("x"))
             fps, seed = float(q.get("fps", 25)), int(q.get("seed", 0))
             self.frames = int(q["frames"]) if "frames" in q else None
+            ok = 16 <= w <= 4096 and 16 <= h <= 4096 and 0.1 <= fps <= 1000 and 0 <= seed < 2**32
+            if not ok or (self.frames is not None and not 1 <= self.frames <= 10**12):
+                raise ValueError
         except ValueError:
             raise UsageError(
-                f"{url}: expected size=WxH, fps=number, seed=int, frames=int, found {parts.query!r}"
+                f"{url}: expected size=WxH (16 to 4096 each), fps=0.1 to 1000, seed=0 to 2^32-1, "
+                f"frames=1 or more, found {parts.query!r}"
             ) from None
         try:
             self.scene = synth.make_scene(

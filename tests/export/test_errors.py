@@ -70,6 +70,11 @@ CASES = [
         3,
         "x.pt: not a PyTorch checkpoint we can read",
     ),
+    (  # 4 bytes: torch's legacy unpickler raised struct.error (issue 13)
+        lambda t, c, d: [(t / "j.pt").write_bytes(b"junk") and t / "j.pt", *ONNX],
+        3,
+        "j.pt: not a PyTorch checkpoint we can read (unpack requires a buffer of 4 bytes)",
+    ),
     (
         lambda t, c, d: [torch.save({"state_dict": {}}, t / "f.pt") or t / "f.pt", *ONNX],
         3,

@@ -1,0 +1,150 @@
+"""Value checks for the settings table in :mod:`edge_hf.config`. Each takes a value as typed on
+the command line (a string) or as read from TOML, and the place it came from ("--every" or
+"/etc/edge-hf/config.toml: model.every") to name in errors; it returns the value, typed, or
+raises UsageError. Every number has bounds (``Number``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edge_hf.errors import UsageError
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _fail(where: str, expected: str, value: Any) -> UsageError:
+    return UsageError(f"{where}: expected {expected}, found {value!r}")
+
+
+def text(v: Any, where: str) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise _fail(where, "a non-empty string", v)
+    return v
+
+
+def path(v: Any, where: str) -> Path:
+    try:
+        return Path(text(v, where)).expanduser()
+    except RuntimeError:  # ~user for a user that does not exist
+        raise _fail(where, "a path (~ only for an existing user)", v) from None
+
+
+def boolean(v: Any, where: str) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(where, "true or false", v)
+    return v
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number in ``[lo, hi]`` (``(lo, hi]`` if ``above``): whole if ``kind`` is int. Every
+    numeric option has an upper bound, so no value can overflow a timer, a C int or a loop."""
+
+    kind: type  # int or float
+    lo: float
+    hi: float
+    above: bool = False  # lo itself is excluded
+    unit: str = ""  # "seconds", "bytes"
+    metavar: str = "N"
+
+    def __call__(self, v: Any, where: str) -> Any:
+        x = _number(v, self.kind)
+        low_ok = x is not None and (x > self.lo if self.above else x >= self.lo)
+        if not (low_ok and x <= self.hi):  # also refuses nan
+            raise _fail(where, self.expected, v)
+        return x
+
+    @property
+    def expected(self) -> str:
+        what = "a whole number" if self.kind is int else "a number"
+        unit = f" of {self.unit}" if self.unit else ""
+        lo = f"> {_g(self.lo)}" if self.above else f">= {_g(self.lo)}"
+        return f"{what}{unit} {lo} and <= {_g(self.hi)}"
+
+
+def _g(x: float) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _number(v: Any, kind: type) -> Any:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, str):
+        try:
+            return kind(v.strip()) if len(v) < 100 else None
+        except ValueError:
+            return None
+    if isinstance(v, int) or (kind is float and isinstance(v, float)):
+        return kind(v)
+    return None
+
+
+# The bounds: wide enough for any real deployment, narrow enough that a typo cannot hang or
+# overflow anything (an --every of 10**20 would loop forever, --open-timeout 1e12 overflows
+# OpenCV's milliseconds, a stall timeout of 0 would reject every frame).
+MAX_EVERY = 100_000  # = sampler.MAX_EVERY (not imported: OpenCV is not needed to read a config)
+threads = Number(int, 1, 256)
+every = Number(int, 1, MAX_EVERY)
+hz = Number(float, 0.01, 1000.0, metavar="X")  # once per 100 s up to 1000 times a second
+cooldown = Number(float, 0.0, 86_400.0, unit="seconds", metavar="SECONDS")  # up to a day
+open_timeout = Number(float, 0.5, 600.0, unit="seconds", metavar="SECONDS")
+stall_timeout = Number(float, 0.5, 3600.0, unit="seconds", metavar="SECONDS")
+stats_interval = Number(float, 0.1, 86_400.0, unit="seconds", metavar="SECONDS")
+reconnect_max = Number(float, 0.1, 3600.0, unit="seconds", metavar="SECONDS")
+max_rows = Number(int, 1, 10_000_000)
+max_bytes = Number(int, 1024, 2**40, unit="bytes", metavar="BYTES")
+
+
+def log_level(v: Any, where: str) -> str:
+    if v not in ("debug", "info", "warning", "error"):
+        raise _fail(where, "one of debug, info, warning, error", v)
+    return v
+
+
+def names(v: Any, where: str) -> tuple[str, ...]:
+    """``"tensorrt,cuda,cpu"`` or ``["tensorrt", "cuda", "cpu"]``."""
+    items = v.split(",") if isinstance(v, str) else v
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise _fail(where, "a comma-separated list of names", v)
+    return tuple(i.strip() for i in items if i.strip())
+
+
+def k_of_n(v: Any, where: str) -> tuple[int, int]:
+    k, sep, n = v.partition("/") if isinstance(v, str) and len(v) < 20 else ("", "", "")
+    if sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n) <= 1000:
+        return int(k), int(n)
+    raise _fail(where, "K/N with 1 <= K <= N <= 1000 (e.g. 2/3)", v)
+
+
+def thresholds(v: Any, where: str) -> tuple[tuple[str, float], ...]:
+    """Flags: ``["fall=0.8", …]``; a file: ``{ fall = 0.8 }``."""
+    if isinstance(v, dict):
+        pairs = list(v.items())
+    elif isinstance(v, list) and all(isinstance(t, str) for t in v):
+        pairs = [t.partition("=")[::2] for t in v]
+    else:  # a file's `thresholds = "fall"` or `= 0.8`
+        raise _fail(where, "a table of CLASS = P with 0 < P <= 1 (e.g. { fall = 0.8 })", v)
+    out = []
+    for name, value in pairs:
+        p = _number(value, float)
+        if not name or p is None or not 0 < p <= 1:
+            shown = f"{name}={value}" if isinstance(v, list) else {name: value}
+            raise _fail(where, "CLASS=P with 0 < P <= 1 (e.g. fall=0.8)", shown)
+        out.append((name, p))
+    return tuple(out)
+
+
+def cameras(v: Any, where: str) -> tuple[str, ...]:
+    """Flags: ``["[NAME=]SRC", …]``; a file: ``{ NAME = "SRC" }`` or ``["[NAME=]SRC", …]``."""
+    if isinstance(v, dict):
+        for name, src in v.items():
+            if not _NAME.match(name):
+                raise UsageError(f"{where}.{name}: a camera name is letters, digits, '_' and '-'")
+            text(src, f"{where}.{name}")
+        return tuple(f"{name}={src}" for name, src in v.items())
+    if not isinstance(v, list) or not v or not all(isinstance(s, str) and s for s in v):
+        raise _fail(where, "a table of NAME = SOURCE", v)
+    return tuple(v)
