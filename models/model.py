@@ -100,7 +100,9 @@ def build(
 
 
 def load_pretrained(net: HyperframeNet, source: str, inflation: str) -> None:
-    """3-channel weights from a local file (or a URL, for online machines) into a 3T model."""
+    """3-channel weights from a local file (or a URL, for online machines) into a 3T model; or
+    an edge-hf ``best.pt`` of the same backbone and T (a curriculum: a model trained on easy
+    scenes is the start on hard ones), its head dropped when the classes differ."""
     if "://" in source:
         state = torch.hub.load_state_dict_from_url(source, map_location="cpu", weights_only=True)
     else:
@@ -108,6 +110,8 @@ def load_pretrained(net: HyperframeNet, source: str, inflation: str) -> None:
             raise FileNotFoundError(f"pretrained weights {source} do not exist")
         state = torch.load(source, map_location="cpu", weights_only=True)
     state = state.get("state_dict", state.get("model", state)) if isinstance(state, dict) else state
+    if any(k.startswith("backbone.") for k in state):  # an edge-hf checkpoint (best.pt)
+        state = {k[len("backbone.") :]: v for k, v in state.items() if k.startswith("backbone.")}
     own = net.backbone.state_dict()
     key = f"{net.first_conv}.weight"
     if key in state and state[key].shape[1] == 3 and own[key].shape[1] != 3:

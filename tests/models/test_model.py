@@ -83,3 +83,17 @@ def test_pretrained_errors(tmp_path):
     _, weights = _three_channel(tmp_path, "resnet18")
     with pytest.raises(ValueError, match="same architecture"):
         build("mobilenetv3_small_100", 3, 4, pretrained=str(weights))
+
+
+def test_an_edge_hf_checkpoint_is_a_start_for_another_class_list(tmp_path):
+    """Curriculum: best.pt of a model trained on easy scenes starts a model with other classes;
+    everything but the classifier carries over."""
+    easy = build("mobilenetv3_small_100", 3, 6)
+    torch.nn.init.normal_(easy.backbone.blocks[1][0].conv_pw.weight)
+    torch.save({"model": easy.state_dict(), "spec": "{}", "config": "{}"}, tmp_path / "best.pt")
+    net = build("mobilenetv3_small_100", 3, 7, pretrained=str(tmp_path / "best.pt"))
+    torch.testing.assert_close(net.stem().weight, easy.stem().weight)
+    torch.testing.assert_close(
+        net.backbone.blocks[1][0].conv_pw.weight, easy.backbone.blocks[1][0].conv_pw.weight
+    )
+    assert net.backbone.classifier.weight.shape[0] == 7
