@@ -49,7 +49,14 @@ class OvBackend:
             "PERFORMANCE_HINT": "LATENCY",
             "INFERENCE_PRECISION_HINT": opts.precision,
         }
-        if opts.threads:
+        if opts.device == "CPU":
+            # One thread by default, as for onnxruntime: the other cores decode video, and a
+            # camera calls the model every 40 ms, where a second thread's spin-then-sleep costs
+            # more CPU than it saves time. No pinning: on a box shared with decoders (or other
+            # services) a pinned thread waits for its busy core. See bench/ (paced CPU).
+            config["INFERENCE_NUM_THREADS"] = opts.threads or 1
+            config["ENABLE_CPU_PINNING"] = False
+        elif opts.threads:
             config["INFERENCE_NUM_THREADS"] = opts.threads
         self.compiled = core.compile_model(model, opts.device, config)
         self.request = self.compiled.create_infer_request()

@@ -1,0 +1,83 @@
+"""Regressions the bench must catch, patched into the runtime when ``EDGE_HF_BENCH_INJECT`` names
+them (see bench/gates.py). Nothing here runs unless that variable is set; ``.ci/run`` never sets it.
+
+``python -m bench.inject ARGS`` is ``edge-hf ARGS`` with the named regressions applied, for the
+subprocess figures (peak RSS).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from bench.gates import INJECT
+from edge_hf import capture, runtime
+from edge_hf.backends.base import BackendOptions
+from edge_hf.sampler import StrideSampler
+
+_KEPT: list[np.ndarray] = []  # the "leak" regression's victims
+
+
+def apply(names: frozenset[str] = INJECT) -> None:
+    """Patch the named regressions into edge_hf's classes (process-wide, for the bench only)."""
+    if "hyperframe-copy" in names:
+        slot = StrideSampler.slot
+
+        def copying_slot(self: StrideSampler, i: int) -> np.ndarray:
+            self.ring.copy()  # a per-frame copy of the frames a hyperframe is made of
+            return slot(self, i)
+
+        StrideSampler.slot = copying_slot
+    if "decode-all" in names:
+        StrideSampler.is_needed = lambda self, i: True
+    if "leak" in names:
+        take = capture.Mailbox.take
+
+        def leaking_take(self: capture.Mailbox, inputs: list[np.ndarray]) -> None:
+            _KEPT.append(self.buffers[0].copy())
+            take(self, inputs)
+
+        capture.Mailbox.take = leaking_take
+    if "dict-call" in names:
+        init = runtime.Runtime.__init__
+
+        def dict_init(self: runtime.Runtime, *a, **kw) -> None:
+            init(self, *a, **kw)
+            self.backend.infer = feed_dict_call(self.backend, self.inputs)
+
+        runtime.Runtime.__init__ = dict_init
+    if "poll" in names:
+        init = runtime.Runtime.__init__
+
+        def polling_init(self: runtime.Runtime, *a, **kw) -> None:
+            init(self, *a, **kw)
+            wait = self.cond.wait
+            self.cond.wait = lambda timeout=None: wait(0.0005)
+
+        runtime.Runtime.__init__ = polling_init
+
+
+def feed_dict_call(backend, inputs: list[np.ndarray]):
+    """The plain, slow way to call an engine: a feed dict in, fresh outputs out."""
+    if backend.name == "onnxruntime":
+        session = backend.session
+        feed = {i.name: x for i, x in zip(session.get_inputs(), inputs, strict=True)}
+        return lambda: session.run(None, feed)
+    request = backend.compiled.create_infer_request()
+    feed = dict(enumerate(inputs))
+    return lambda: request.infer(feed)
+
+
+def int8_options(opts: BackendOptions) -> BackendOptions:
+    """The INT8 model's backend options; one thread under ``int8-one-thread``."""
+    if "int8-one-thread" in INJECT:
+        return BackendOptions(threads=1, precision=opts.precision)
+    return opts
+
+
+if __name__ == "__main__":
+    apply()
+    from edge_hf.cli import main
+
+    sys.exit(main(sys.argv[1:]))
