@@ -3,6 +3,7 @@ heap's transient high-water, and the peak RSS of ``edge-hf run`` on one camera."
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -12,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.conftest import FRAMES
 from bench.gates import INJECT, Verdicts
 from edge_hf.runtime import DEMO_MODEL, RunConfig, Runtime
 from edge_hf.sources import SourceOptions, open_source
@@ -80,7 +80,7 @@ def test_heap_per_frame(benchmark, extra, clip_576p: Path, every: int):
 
     probe = benchmark.pedantic(run, rounds=1, iterations=1)
     grown = []
-    for a, b in zip(probe.snapshots, probe.snapshots[1:]):
+    for a, b in itertools.pairwise(probe.snapshots):
         diff = b.compare_to(a, "lineno")
         grown.append(sum(d.size_diff for d in diff))
         print("\n" + "\n".join(str(d) for d in diff[:3]))
@@ -88,7 +88,6 @@ def test_heap_per_frame(benchmark, extra, clip_576p: Path, every: int):
     v = Verdicts(prefix=f"hop{every}.")
     v.check(extra, "bytes_per_frame", max(0.0, min(grown) / (MARKS[1] - MARKS[0])))
     v.check(extra, "transient_bytes", float(max(0, probe.peak - probe.base)))
-    assert FRAMES > MARKS[1]
     v.assert_all()
 
 
@@ -102,7 +101,7 @@ def peak_rss_mb(argv: list[str]) -> float:
     return usage.ru_maxrss / 1024  # KiB on Linux
 
 
-@pytest.mark.skipif(not DEMO_MODEL.suffix == ".xml", reason="openvino is not installed")
+@pytest.mark.skipif(DEMO_MODEL.suffix != ".xml", reason="openvino is not installed")
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux only")
 def test_peak_rss_one_camera(benchmark, extra):
     # The CLI as a user runs it; the injected regressions need the bench's wrapper instead.

@@ -92,5 +92,3 @@ def interleaved(clip: Path, model, spec, benchmark) -> dict[str, list[float]]:
 
     benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)
     return rows
-
-
