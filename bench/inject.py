@@ -13,7 +13,6 @@ import numpy as np
 
 from bench.gates import INJECT
 from edge_hf import capture, runtime
-from edge_hf.backends.base import BackendOptions
 from edge_hf.sampler import StrideSampler
 
 _KEPT: list[np.ndarray] = []  # the "leak" regression's victims
@@ -53,7 +52,7 @@ def apply(names: frozenset[str] = INJECT) -> None:
         def polling_init(self: runtime.Runtime, *a, **kw) -> None:
             init(self, *a, **kw)
             wait = self.cond.wait
-            self.cond.wait = lambda timeout=None: wait(0.0005)
+            self.cond.wait = lambda timeout=None: wait(0.0002)
 
         runtime.Runtime.__init__ = polling_init
 
@@ -69,11 +68,19 @@ def feed_dict_call(backend, inputs: list[np.ndarray]):
     return lambda: request.infer(feed)
 
 
-def int8_options(opts: BackendOptions) -> BackendOptions:
-    """The INT8 model's backend options; one thread under ``int8-one-thread``."""
-    if "int8-one-thread" in INJECT:
-        return BackendOptions(threads=1, precision=opts.precision)
-    return opts
+def int8_backend(backend) -> None:
+    """Under ``int8-no-lpt``: recompile the INT8 model without OpenVINO's low-precision
+    transformations, so its FakeQuantize ops run in FP32 (an INT8 export the CPU plugin cannot
+    lower: slower than the FP32 model it came from)."""
+    if "int8-no-lpt" in INJECT:
+        compiled = backend.compiled
+        config = {"LP_TRANSFORMS_MODE": False, "INFERENCE_PRECISION_HINT": "f32"}
+        config["INFERENCE_NUM_THREADS"] = int(compiled.get_property("INFERENCE_NUM_THREADS"))
+        config["ENABLE_CPU_PINNING"] = False
+        import openvino as ov
+
+        backend.compiled = ov.Core().compile_model(str(backend.path), "CPU", config)
+        backend.request = backend.compiled.create_infer_request()
 
 
 if __name__ == "__main__":
