@@ -40,14 +40,17 @@ def needed_mask(spec: HyperframeSpec, every: int, frames: int) -> list[bool]:
     return [_IS_NEEDED(s, i) for i in range(frames)]
 
 
-def decode_ms(clip: Path, mask: list[bool], spec: HyperframeSpec, pace: float = 0.0) -> float:
+def decode_ms(
+    clip: Path, mask: list[bool], spec: HyperframeSpec, pace: float = 0.0
+) -> tuple[float, float]:
     """The capture work alone: grab every frame, retrieve and resize the needed ones into reused
-    buffers. ``pace`` > 0 delivers frames at that rate, like a camera. Returns ms per frame."""
+    buffers. ``pace`` > 0 delivers frames at that rate, like a camera. Returns wall and CPU
+    (every thread: OpenCV decodes on several) ms per frame."""
     cap = cv2.VideoCapture(str(clip))
     h, w = spec.size
     small = np.zeros((h, w, 3), np.uint8)
     buf, n = None, 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     while True:
         if pace and (delay := t0 + n / pace - time.perf_counter()) > 0:
             time.sleep(delay)
@@ -57,10 +60,10 @@ def decode_ms(clip: Path, mask: list[bool], spec: HyperframeSpec, pace: float = 
             _, buf = cap.retrieve(buf)
             resize_into(buf, small, spec.interpolation)
         n += 1
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     cap.release()
     assert n == len(mask), f"decoded {n} frames, expected {len(mask)}"
-    return dt * 1000 / n
+    return dt * 1000 / n, cpu * 1000 / n
 
 
 def limit_call(backend, inputs: list[np.ndarray]):
@@ -91,6 +94,22 @@ def calls_ms(call, calls: int = 200) -> float:
     return (time.perf_counter() - t0) * 1000 / calls
 
 
+def calls_stats(call, calls: int = 200) -> tuple[float, float, float]:
+    """Per call: the 10th percentile (ms), the mean (ms) and the CPU time of every thread (ms).
+
+    The 10th percentile is the cost of a call that was not preempted, which other work on the
+    box barely moves (a mean doubles at load 10 on 2 cores): the step-vs-limit gate uses it."""
+    times = np.empty(calls)
+    c0, t_start = time.process_time(), time.perf_counter()
+    for k in range(calls):
+        t0 = time.perf_counter()
+        call()
+        times[k] = time.perf_counter() - t0
+    mean = (time.perf_counter() - t_start) * 1000 / calls
+    cpu = (time.process_time() - c0) * 1000 / calls
+    return float(np.percentile(times, 10)) * 1000, mean, cpu
+
+
 def paced_calls_cpu(call, rate: float, seconds: float) -> float:
     """CPU seconds per second of calling ``call`` at ``rate`` per second (sleeping between)."""
     n = max(1, round(rate * seconds))
@@ -109,15 +128,16 @@ def make_runtime(clip: Path, model: Path, every: int, fast: bool = True, **kw) -
     return Runtime(cfg, [NullSink()], threading.Event())
 
 
-def runtime_ms(clip: Path, model: Path, every: int, frames: int, **kw) -> float:
-    """edge-hf end to end on the file with --fast (every hyperframe processed): ms per frame."""
+def runtime_ms(clip: Path, model: Path, every: int, frames: int, **kw) -> tuple[float, float]:
+    """edge-hf end to end on the file with --fast (every hyperframe processed): wall and CPU ms
+    per frame."""
     rt = make_runtime(clip, model, every, **kw)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     assert rt.run() == 0
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert rt.cameras[0].capture.stats.grabbed == frames
     assert rt.cameras[0].capture.stats.dropped == 0
-    return dt * 1000 / frames
+    return dt * 1000 / frames, cpu * 1000 / frames
 
 
 def runtime_paced(clip: Path, model: Path, every: int, **kw) -> tuple[float, Runtime]:

@@ -4,7 +4,6 @@ heap's transient high-water, and the peak RSS of ``edge-hf run`` on one camera."
 from __future__ import annotations
 
 import itertools
-import os
 import subprocess
 import sys
 import threading

@@ -86,9 +86,9 @@ def interleaved(clip: Path, model, spec, benchmark) -> dict[str, list[float]]:
 
     def one_round() -> None:
         rows["naive1"].append(naive_ms(clip, model, spec, 1))
-        rows["edge1"].append(runtime_ms(clip, DEMO_MODEL, 1, FRAMES))
+        rows["edge1"].append(runtime_ms(clip, DEMO_MODEL, 1, FRAMES)[0])
         rows["naive5"].append(naive_ms(clip, model, spec, 5))
-        rows["edge5"].append(runtime_ms(clip, DEMO_MODEL, 5, FRAMES))
+        rows["edge5"].append(runtime_ms(clip, DEMO_MODEL, 5, FRAMES)[0])
 
     benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)
     return rows
