@@ -8,12 +8,14 @@ subprocess figures (peak RSS).
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
 from bench.gates import INJECT
 from edge_hf import capture, runtime
 from edge_hf.sampler import StrideSampler
+from edge_hf.sources._cv import CvSource
 
 _KEPT: list[np.ndarray] = []  # the "leak" regression's victims
 
@@ -38,6 +40,18 @@ def apply(names: frozenset[str] = INJECT) -> None:
             take(self, inputs)
 
         capture.Mailbox.take = leaking_take
+    if "float-input" in names:
+        take_ = capture.Mailbox.take
+
+        def float_take(self: capture.Mailbox, inputs: list[np.ndarray]) -> None:
+            take_(self, inputs)
+            x = inputs[0].astype(np.float32)  # normalising on the CPU, as the seed's loop does
+            x -= 114.0
+            x *= 1 / 58.0
+
+        capture.Mailbox.take = float_take
+    if "serial" in names:
+        _serialise_decode_and_inference()
     if "dict-call" in names:
         init = runtime.Runtime.__init__
 
@@ -55,6 +69,28 @@ def apply(names: frozenset[str] = INJECT) -> None:
             self.cond.wait = lambda timeout=None: wait(0.0002)
 
         runtime.Runtime.__init__ = polling_init
+
+
+def _serialise_decode_and_inference() -> None:
+    """One lock around the decoder and the engine (say, for "thread safety"): capture and
+    inference no longer overlap, so every frame costs decode + inference."""
+    lock = threading.Lock()
+
+    def locked(f):
+        def call(*a):
+            with lock:
+                return f(*a)
+
+        return call
+
+    CvSource.grab, CvSource.retrieve = locked(CvSource.grab), locked(CvSource.retrieve)
+    init = runtime.Runtime.__init__
+
+    def serial_init(self: runtime.Runtime, *a, **kw) -> None:
+        init(self, *a, **kw)
+        self.backend.infer = locked(self.backend.infer)
+
+    runtime.Runtime.__init__ = serial_init
 
 
 def feed_dict_call(backend, inputs: list[np.ndarray]):
