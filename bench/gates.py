@@ -11,6 +11,8 @@ the runtime *in the bench process only* (and in the ``edge-hf run`` subprocess o
 through ``python -m bench.inject``), to show each gate can fail:
 
 - ``hyperframe-copy``: a copy of the hyperframe's frame ring for every decoded frame;
+- ``frame-copy``: a fresh copy of every decoded full-size frame (what ``cap.read()`` without a
+  reused buffer costs);
 - ``decode-all``: every frame retrieved and resized, needed or not (at hop 5: see the README on
   why no timing gate sees it with OpenCV's FFmpeg reader, and the test that does);
 - ``float-input``: each hyperframe converted to float32 and normalised on the CPU (the seed's
@@ -36,9 +38,10 @@ GATES: dict[str, tuple[float, float, str, str]] = {
     "e2e_hop5": (1.15, 1.60, "serial", "end to end / (decode + limit/5) at hop 5"),
     "e2e_cpu_hop1": (1.15, 1.60, "float-input", "the same in CPU time, hop 1"),
     "e2e_cpu_hop5": (1.15, 1.45, "float-input", "the same in CPU time, hop 5"),
+    "decoded_hop5": (1.0, 1.0, "decode-all", "frames decoded / frames needed, hop 5"),
     "step": (1.05, 1.08, "dict-call", "runtime's inference step / limit call (p10 of calls)"),
-    "naive_hop1": (5.0, 3.0, "float-input", "naive torch loop time / edge-hf time, hop 1"),
-    "naive_hop5": (5.0, 3.0, "float-input", "naive torch loop time / edge-hf time, hop 5"),
+    "naive_hop1": (5.0, 3.0, "float-input", "naive torch loop CPU / edge-hf CPU per frame, hop 1"),
+    "naive_hop5": (5.0, 3.0, "float-input", "naive torch loop CPU / edge-hf CPU per frame, hop 5"),
     "bytes_per_frame": (0.0, 64.0, "leak", "heap growth per frame in steady state (B)"),
     "transient_bytes": (32_000, 64_000, "hyperframe-copy", "heap high-water above steady (B)"),
     "rss_mb": (150.0, 300.0, "leak", "peak RSS of `edge-hf run`, one camera, OpenVINO (MB)"),
@@ -52,6 +55,7 @@ HIGHER_IS_BETTER = {"naive_hop1", "naive_hop5"}
 INJECT = frozenset(filter(None, os.environ.get("EDGE_HF_BENCH_INJECT", "").split(",")))
 KNOWN = {
     "hyperframe-copy",
+    "frame-copy",
     "decode-all",
     "float-input",
     "serial",

@@ -50,6 +50,14 @@ def apply(names: frozenset[str] = INJECT) -> None:
             x *= 1 / 58.0
 
         capture.Mailbox.take = float_take
+    if "frame-copy" in names:
+        retrieve = CvSource.retrieve
+
+        def copying_retrieve(self: CvSource):
+            frame = retrieve(self)  # a fresh full-size frame per decode, like cap.read()
+            return None if frame is None else frame.copy()
+
+        CvSource.retrieve = copying_retrieve
     if "serial" in names:
         _serialise_decode_and_inference()
     if "dict-call" in names:

@@ -128,16 +128,16 @@ def make_runtime(clip: Path, model: Path, every: int, fast: bool = True, **kw) -
     return Runtime(cfg, [NullSink()], threading.Event())
 
 
-def runtime_ms(clip: Path, model: Path, every: int, frames: int, **kw) -> tuple[float, float]:
+def runtime_ms(clip: Path, model: Path, every: int, frames: int, **kw) -> tuple[float, float, int]:
     """edge-hf end to end on the file with --fast (every hyperframe processed): wall and CPU ms
-    per frame."""
+    per frame, and how many frames it decoded."""
     rt = make_runtime(clip, model, every, **kw)
     t0, c0 = time.perf_counter(), time.process_time()
     assert rt.run() == 0
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert rt.cameras[0].capture.stats.grabbed == frames
     assert rt.cameras[0].capture.stats.dropped == 0
-    return dt * 1000 / frames, cpu * 1000 / frames
+    return dt * 1000 / frames, cpu * 1000 / frames, rt.cameras[0].capture.stats.decoded
 
 
 def runtime_paced(clip: Path, model: Path, every: int, **kw) -> tuple[float, Runtime]:
