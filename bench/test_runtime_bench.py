@@ -10,9 +10,11 @@
 - **step**: the runtime's inference step (its backend on its bound buffers);
 - **hop h**: ``edge-hf`` end to end on the file, every hyperframe processed (``--fast``).
 
-Gates (bench/gates.py): hop h / (decode + limit / h) and step / limit, each the median of
-per-round ratios over interleaved rounds. Both shipped demo models are measured: ONNX on
-onnxruntime, the INT8 IR on OpenVINO.
+Gates (bench/gates.py), each the median of per-round ratios over interleaved rounds: hop h /
+(decode + limit / h) in wall time and in CPU time (every thread of the process; load moves it
+far less), step / limit on the 10th percentile of single calls, and the frames decoded at hop 5
+against those its hyperframes need. Both shipped demo models are measured: ONNX on onnxruntime,
+the INT8 IR on OpenVINO.
 """
 
 from __future__ import annotations
