@@ -18,8 +18,11 @@ lint: setup-train
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 
+# The latency, memory and CPU gates (README "Performance"); JSON record in bench/results/.
 bench: setup-train
-	.venv/bin/python -m pytest bench -q
+	@mkdir -p bench/results
+	.venv/bin/python -m pytest bench -q --benchmark-json=bench/results/bench.json \
+		$(BENCH_ARGS)
 
 # Rebuild the embedded demo model: synthetic clips, the realtime-cpu recipe (a few minutes on
 # 2 cores), then ONNX + OpenVINO INT8 with their report and model card into edge_hf/assets/demo.

@@ -92,7 +92,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("model.path",     "--model",             path,         None,    "a .onnx or OpenVINO .xml with an edge-hf spec (default: the embedded demo model)"),
     Option("model.backend",  "--backend",           text,         "auto",  "auto (by file type), onnxruntime or openvino"),
     Option("model.providers", "--providers",        names,        (),      "onnxruntime providers in order, e.g. tensorrt,cuda,cpu"),
-    Option("model.threads",  "--threads",           threads,      0,       "inference threads (default: 1 for onnxruntime, leaving cores to decode video; OpenVINO chooses)"),
+    Option("model.threads",  "--threads",           threads,      0,       "inference threads (default: 1, leaving cores to decode video)"),
     Option("model.every",    "--every",             every,        1,       "run the model every N source frames"),
     Option("model.hz",       "--hz",                hz,           None,    "run the model about this many times a second"),
     Option("alerts.thresholds", "--threshold",      thresholds,   (),      "alert threshold for a class (default: the model's); repeatable", "append", "CLASS=P"),

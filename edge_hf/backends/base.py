@@ -17,7 +17,7 @@ from edge_hf.spec import HyperframeSpec
 
 @dataclass(frozen=True)
 class BackendOptions:
-    threads: int = 0  # 0: onnxruntime 1 (cores left for decoding), OpenVINO its own choice
+    threads: int = 0  # 0: one (the other cores decode video; see bench/ for why)
     providers: tuple[str, ...] = ()  # onnxruntime execution providers, in priority order
     device: str = "CPU"  # OpenVINO device
     # OpenVINO's CPU plugin defaults to bf16 on CPUs that have it, which moves logits by far more

@@ -60,7 +60,14 @@ class OvBackend:
             "PERFORMANCE_HINT": "LATENCY",
             "INFERENCE_PRECISION_HINT": opts.precision,
         }
-        if opts.threads:
+        if opts.device == "CPU":
+            # One thread by default, as for onnxruntime: the other cores decode video, and a
+            # camera calls the model every 40 ms, where a second thread's spin-then-sleep costs
+            # more CPU than it saves time. No pinning: on a box shared with decoders (or other
+            # services) a pinned thread waits for its busy core. See bench/ (paced CPU).
+            config["INFERENCE_NUM_THREADS"] = opts.threads or 1
+            config["ENABLE_CPU_PINNING"] = False
+        elif opts.threads:
             config["INFERENCE_NUM_THREADS"] = opts.threads
         self.compiled = core.compile_model(model, opts.device, config)
         self.request = self.compiled.create_infer_request()
@@ -97,9 +104,10 @@ class OvBackend:
         self.request.set_output_tensor(0, ov.Tensor(output, shared_memory=True))
 
     def infer(self) -> None:
-        # start_async + wait returns nothing, where infer() builds a results dict every call.
-        self.request.start_async()
-        self.request.wait()
+        # Synchronous, in this thread: start_async + wait hands every call to OpenVINO's executor
+        # thread and waits for it to wake, which on a busy box doubled the paced p50 (bench/).
+        # The price is a small results dict per call (views of the bound output, no copies).
+        self.request.infer(share_outputs=True)
 
 
 @contextlib.contextmanager

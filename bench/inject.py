@@ -1,0 +1,136 @@
+"""Regressions the bench must catch, patched into the runtime when ``EDGE_HF_BENCH_INJECT`` names
+them (see bench/gates.py). Nothing here runs unless that variable is set; ``.ci/run`` never sets it.
+
+``python -m bench.inject ARGS`` is ``edge-hf ARGS`` with the named regressions applied, for the
+subprocess figures (peak RSS).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+
+from bench.gates import INJECT
+from edge_hf import capture, runtime
+from edge_hf.sampler import StrideSampler
+from edge_hf.sources._cv import CvSource
+
+_KEPT: list[np.ndarray] = []  # the "leak" regression's victims
+# The healthy sampler's answer, for the bench's references (apply() may patch the class).
+ORIGINAL_IS_NEEDED = StrideSampler.is_needed
+
+
+def apply(names: frozenset[str] = INJECT) -> None:
+    """Patch the named regressions into edge_hf's classes (process-wide, for the bench only)."""
+    if "hyperframe-copy" in names:
+        slot = StrideSampler.slot
+
+        def copying_slot(self: StrideSampler, i: int) -> np.ndarray:
+            self.ring.copy()  # a per-frame copy of the frames a hyperframe is made of
+            return slot(self, i)
+
+        StrideSampler.slot = copying_slot
+    if "decode-all" in names:
+        StrideSampler.is_needed = lambda self, i: True
+    if "leak" in names:
+        take = capture.Mailbox.take
+
+        def leaking_take(self: capture.Mailbox, inputs: list[np.ndarray]) -> None:
+            _KEPT.append(self.buffers[0].copy())
+            take(self, inputs)
+
+        capture.Mailbox.take = leaking_take
+    if "float-input" in names:
+        take_ = capture.Mailbox.take
+
+        def float_take(self: capture.Mailbox, inputs: list[np.ndarray]) -> None:
+            take_(self, inputs)
+            x = inputs[0].astype(np.float32)  # normalising on the CPU, as the seed's loop does
+            x -= 114.0
+            x *= 1 / 58.0
+
+        capture.Mailbox.take = float_take
+    if "frame-copy" in names:
+        retrieve = CvSource.retrieve
+
+        def copying_retrieve(self: CvSource):
+            frame = retrieve(self)  # a fresh full-size frame per decode, like cap.read()
+            return None if frame is None else frame.copy()
+
+        CvSource.retrieve = copying_retrieve
+    if "serial" in names:
+        _serialise_decode_and_inference()
+    if "dict-call" in names:
+        init = runtime.Runtime.__init__
+
+        def dict_init(self: runtime.Runtime, *a, **kw) -> None:
+            init(self, *a, **kw)
+            self.backend.infer = feed_dict_call(self.backend, self.inputs)
+
+        runtime.Runtime.__init__ = dict_init
+    if "poll" in names:
+        init = runtime.Runtime.__init__
+
+        def polling_init(self: runtime.Runtime, *a, **kw) -> None:
+            init(self, *a, **kw)
+            wait = self.cond.wait
+            self.cond.wait = lambda timeout=None: wait(0.0002)
+
+        runtime.Runtime.__init__ = polling_init
+
+
+def _serialise_decode_and_inference() -> None:
+    """One lock around the decoder and the engine (say, for "thread safety"): capture and
+    inference no longer overlap, so every frame costs decode + inference."""
+    lock = threading.Lock()
+
+    def locked(f):
+        def call(*a):
+            with lock:
+                return f(*a)
+
+        return call
+
+    CvSource.grab, CvSource.retrieve = locked(CvSource.grab), locked(CvSource.retrieve)
+    init = runtime.Runtime.__init__
+
+    def serial_init(self: runtime.Runtime, *a, **kw) -> None:
+        init(self, *a, **kw)
+        self.backend.infer = locked(self.backend.infer)
+
+    runtime.Runtime.__init__ = serial_init
+
+
+def feed_dict_call(backend, inputs: list[np.ndarray]):
+    """The plain, slow way to call an engine: a feed dict in, fresh outputs out."""
+    if backend.name == "onnxruntime":
+        session = backend.session
+        feed = {i.name: x for i, x in zip(session.get_inputs(), inputs, strict=True)}
+        return lambda: session.run(None, feed)
+    request = backend.compiled.create_infer_request()
+    feed = dict(enumerate(inputs))
+    return lambda: request.infer(feed)
+
+
+def int8_backend(backend) -> None:
+    """Under ``int8-no-lpt``: recompile the INT8 model without OpenVINO's low-precision
+    transformations, so its FakeQuantize ops run in FP32 (an INT8 export the CPU plugin cannot
+    lower: slower than the FP32 model it came from)."""
+    if "int8-no-lpt" in INJECT:
+        compiled = backend.compiled
+        config = {"LP_TRANSFORMS_MODE": False, "INFERENCE_PRECISION_HINT": "f32"}
+        config["INFERENCE_NUM_THREADS"] = int(compiled.get_property("INFERENCE_NUM_THREADS"))
+        config["ENABLE_CPU_PINNING"] = False
+        import openvino as ov
+
+        backend.compiled = ov.Core().compile_model(str(backend.path), "CPU", config)
+        backend.request = backend.compiled.create_infer_request()
+
+
+if __name__ == "__main__":
+    apply()
+    from edge_hf.cli import main
+
+    sys.exit(main(sys.argv[1:]))
