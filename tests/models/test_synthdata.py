@@ -76,7 +76,8 @@ def test_real_dataset_layout_split_and_pools(real_actions) -> None:
     root, used = real_actions
     ds = data.load(root)
     assert ds.classes == synth.REAL_CLASSES and ds.classes[-1] == "other"
-    assert len(ds.train) == len(ds.val) == 7 * 2
+    # the test list is the test split; the validation part is carved from the training list
+    assert len(ds.test) == 7 * 2 and len(ds.train) + len(ds.val) == 7 * 2 and ds.val
     assert ds.flip == {"walk_left": "walk_right", "walk_right": "walk_left"}
     assert json.loads((root / "flip.json").read_text()) == synthdata.FLIP_MAP
     test = {ln.strip() for ln in (root / "testlist01.txt").read_text().splitlines()}
@@ -113,7 +114,7 @@ def test_stream_story_segments_match_the_videos(tmp_path: Path) -> None:
         falls = sum(label == "fall" for *_, label in segs)
         assert falls == synthdata.stream_falls(int(video[6:9]), 0.4, 2)
     assert total == n and synthdata.stream_falls(3, 3.0, 0) == 0 < synthdata.stream_falls(0, 3.0, 0)
-    ds = data.load(tmp_path, val_fraction=0.5)
+    ds = data.load(tmp_path, val_fraction=0.5, test_fraction=0)
     assert "fall" in ds.classes and len(ds.train) + len(ds.val) == 4
 
 
