@@ -86,14 +86,11 @@ def _settings(args: argparse.Namespace, file: Path | None):
 def cmd_run(args: argparse.Namespace) -> int:
     from edge_hf.notify import Notifier
     from edge_hf.runtime import Runtime
-    from edge_hf.sinks import Sink, StdoutSink
+    from edge_hf.sinks import SINKS, Sink
 
     settings = _settings(args, args.config)
-    sinks: list[Sink] = [StdoutSink()]
-    if settings.mqtt is not None:
-        from edge_hf.sinks.mqtt import MqttSink
-
-        sinks.insert(0, MqttSink(settings.mqtt))  # first: an alert is on disk before anywhere else
+    sections = {s.name: s for s in SINKS}
+    sinks: list[Sink] = [sections[name].create(opts) for name, opts in settings.sinks]
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -106,7 +103,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     being opened or a broker contacted; prints the resolved settings (no password)."""
     from edge_hf.backends import load_backend
     from edge_hf.runtime import alert_policy, camera_args
-    from edge_hf.sinks.mqtt_options import tls_context
+    from edge_hf.sinks import SINKS
     from edge_hf.sources import open_source
 
     settings = _settings(args, args.file)
@@ -118,8 +115,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             log.warning("%s", e)
     backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
     alert_policy(backend.spec, cfg)
-    if settings.mqtt is not None and settings.mqtt.tls is not None:
-        tls_context(settings.mqtt.tls)
+    sections = {s.name: s for s in SINKS}
+    for name, opts in settings.sinks:
+        sections[name].check(opts)
     print(json.dumps(_describe(settings), indent=2, default=str))
     print(f"edge-hf: {args.file}: ok", file=sys.stderr)
     return 0
@@ -129,13 +127,16 @@ def _describe(settings) -> dict:
     from dataclasses import asdict
 
     from edge_hf.redact import mask_url
+    from edge_hf.sinks import SINKS
 
     out = {"log_level": settings.log_level, "run": asdict(settings.run)}
     out["run"]["cameras"] = [mask_url(c) for c in settings.run.cameras]
     out["run"]["camera_passwords"] = ["set" if p else None for p in settings.run.camera_passwords]
-    if settings.mqtt is not None:
-        m = settings.mqtt
-        out["mqtt"] = {**asdict(m), "url": m.display, "password": "set" if m.password else None}
+    sections = {s.name: s for s in SINKS}
+    for name, opts in settings.sinks:
+        shown = sections[name].describe(opts)
+        if shown is not None:
+            out[name] = shown
     return out
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_hf.spool import Spool
+from edge_hf.sinks.mqtt.spool import Spool
 from tests.broker import Mosquitto, Subscriber, have_mosquitto, have_openssl, make_certs, retained
 from tests.conftest import EdgeHF, run_cli
 from tests.live import free_port, wait_until

@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 from edge_hf.errors import SinkError, UsageError
 from edge_hf.paths import file_problem
 from edge_hf.redact import mask_url, printable
-from edge_hf.spool import SpoolLimits
+from edge_hf.sinks.mqtt.spool import SpoolLimits
 
 PASSWORD_ENV = "EDGE_HF_MQTT_PASSWORD"
 CREDENTIAL = "mqtt-password"  # the name under $CREDENTIALS_DIRECTORY
