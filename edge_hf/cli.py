@@ -1,4 +1,5 @@
-"""The ``edge-hf`` command: ``run``, ``check-config``, ``info``. Our errors become one line on
+"""The ``edge-hf`` command: ``run``, ``check-config``, ``info``, and the commands sinks bring
+(``mqtt-cleanup``; ``edge_hf.sinks.base.Command``). Our errors become one line on
 stderr and a documented exit code:
 
 0 ok (end of a file, or stopped by SIGINT/SIGTERM) · 1 a bug (traceback) · 2 bad usage or
@@ -53,6 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     _log_level_flag(check, argparse.SUPPRESS)
     check.set_defaults(func=cmd_check_config)
 
+    from edge_hf.sinks import SINKS
+
+    for section in SINKS:
+        for command in section.commands:
+            c = sub.add_parser(command.name, help=command.help, description=command.help)
+            c.add_argument("--config", type=Path, metavar="FILE", help="a TOML config file")
+            config.add_flags(c)
+            _log_level_flag(c, argparse.SUPPRESS)
+            c.set_defaults(func=_sink_command(section, command))
+
     info = sub.add_parser("info", help="print a model's spec, inputs and outputs")
     info.add_argument("model", type=Path)
     info.add_argument("--backend", default="auto")
@@ -96,6 +107,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     runtime = Runtime(settings.run, sinks, stop, notify=Notifier.from_env())
     return runtime.run()
+
+
+def _sink_command(section, command):
+    """``edge-hf NAME``: the run's flags and config file (cameras optional) -> the sink's
+    options -> ``command.run``."""
+
+    def run(args: argparse.Namespace) -> int:
+        from edge_hf import config
+
+        values = config.resolve(args, args.config, need_cameras=False)
+        if args.log_level is None:
+            logging.getLogger().setLevel(values["log_level"].upper())
+        return command.run(section.settings(values))
+
+    return run
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:

@@ -161,7 +161,9 @@ def _unknown(file: Path, key: str, choices: list[str]) -> UsageError:
     return UsageError(f"{file}: unknown key {key!r}{hint} (known: {', '.join(sorted(choices))})")
 
 
-def resolve(args: argparse.Namespace, file: Path | None) -> dict[str, Any]:
+def resolve(
+    args: argparse.Namespace, file: Path | None, need_cameras: bool = True
+) -> dict[str, Any]:
     """``{"section.key": value}`` for every option: the flag, else the file, else the default."""
     values = load_file(file) if file is not None else {}
     out: dict[str, Any] = {}
@@ -178,7 +180,7 @@ def resolve(args: argparse.Namespace, file: Path | None) -> dict[str, Any]:
         raise UsageError(f"{file}: model.every and model.hz are alternatives; keep one")
     if getattr(args, "model_every", None) is not None:
         out["model.hz"] = None  # --every on the command line beats hz = F in the file
-    if not out["cameras"]:
+    if not out["cameras"] and need_cameras:
         raise UsageError(
             "no camera: give --camera [NAME=]SRC"
             + (f" or a [cameras] table in {file}" if file else " (or --config FILE)")

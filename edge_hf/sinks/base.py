@@ -82,6 +82,16 @@ def _nothing(opts: Any) -> None:
 
 
 @dataclass(frozen=True)
+class Command:
+    """A subcommand a sink brings (``edge-hf NAME --config FILE``): it takes the run's flags and
+    config file (cameras optional) and gets the section's options (None when the sink is off)."""
+
+    name: str
+    help: str
+    run: Callable[[Any], int]  # options -> exit code; raises EdgeHFError for the user's errors
+
+
+@dataclass(frozen=True)
 class SinkSection:
     """A sink as the settings and the CLI see it: one entry of ``edge_hf.sinks.SINKS``."""
 
@@ -93,3 +103,4 @@ class SinkSection:
     create: Callable[[Any], Sink]  # options -> a sink (import heavy libraries in here)
     check: Callable[[Any], None] = _nothing  # check-config: files etc., no network
     describe: Callable[[Any], dict | None] = _nothing  # check-config: JSON-ready, no secrets
+    commands: tuple[Command, ...] = ()

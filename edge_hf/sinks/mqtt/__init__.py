@@ -1,6 +1,7 @@
 """The MQTT sink as the settings see it: its flags and config keys (``[mqtt]``, ``[spool]``), how
 they become ``MqttOptions``, and how those make the sink. paho is imported only by ``create``.
 
+    discovery.py  Home Assistant discovery configs; cleanup.py  ``edge-hf mqtt-cleanup``
     link.py     the paho adapter (connection, callbacks, reconnects, log lines)
     sink.py     the publish/ack worker (spool -> broker, states, stats)
     spool.py    the durable outbox (SQLite), with _spool_files.py
@@ -16,10 +17,11 @@ from edge_hf._values import Option, boolean, max_bytes, max_rows, path, reconnec
 from edge_hf._values import stats_interval as stats_interval_check
 from edge_hf.errors import UsageError
 from edge_hf.redact import mask_url
-from edge_hf.sinks.base import Sink, SinkSection
+from edge_hf.sinks.base import Command, Sink, SinkSection
 from edge_hf.sinks.mqtt.options import (
     MqttOptions,
     TlsFiles,
+    check_topic_level,
     default_client_id,
     default_state_dir,
     parse_url,
@@ -40,6 +42,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("mqtt.client_id", "--mqtt-client-id",    text,         None,    "MQTT client id (default: edge-hf-HOSTNAME-PREFIX)"),
     Option("mqtt.stats_interval", "--stats-interval", stats_interval_check, 60.0, "seconds between <prefix>/stats messages"),
     Option("mqtt.reconnect_max", "--mqtt-reconnect-max", reconnect_max, 30.0,   "longest wait between attempts to reach the broker (from 1 s, doubling)"),
+    Option("mqtt.discovery", "--mqtt-discovery",    boolean,      False,   "publish Home Assistant discovery configs (a device per camera; see README)", "bool"),
+    Option("mqtt.discovery_prefix", "--mqtt-discovery-prefix", text, "homeassistant", "Home Assistant's discovery prefix"),
     Option("spool.dir",      "--state-dir",         path,         None,    "where the alert spool lives (default: $STATE_DIRECTORY, else ~/.local/state/edge-hf)"),
     Option("spool.max_rows", "--spool-max-rows",    max_rows,     10_000,  "alerts kept while the broker is unreachable; the oldest go first"),
     Option("spool.max_bytes", "--spool-max-bytes",  max_bytes,    16 * 1024 * 1024, "bytes of alerts kept while the broker is unreachable"),
@@ -57,6 +61,7 @@ def settings(v: dict[str, Any]) -> MqttOptions | None:
             raise UsageError(f"{flag} ({given[0]}) is set but there is no broker; add --mqtt URL")
         return None
     url = parse_url(v["mqtt.url"])
+    check_topic_level(v["mqtt.discovery_prefix"], "mqtt.discovery_prefix", levels=True)
     if not url.tls and any(v[k] for k in _TLS_KEYS):
         raise UsageError(f"{mask_url(v['mqtt.url'])}: TLS options need an mqtts:// URL")
     tls = (
@@ -76,6 +81,8 @@ def settings(v: dict[str, Any]) -> MqttOptions | None:
         reconnect_max=v["mqtt.reconnect_max"],
         state_dir=v["spool.dir"] or default_state_dir(),
         spool=SpoolLimits(max_rows=v["spool.max_rows"], max_bytes=v["spool.max_bytes"]),
+        discovery=v["mqtt.discovery"],
+        discovery_prefix=v["mqtt.discovery_prefix"],
     )
 
 
@@ -94,4 +101,13 @@ def describe(opts: MqttOptions) -> dict:
     return {**asdict(opts), "url": opts.display, "password": "set" if opts.password else None}
 
 
-SECTION = SinkSection("mqtt", OPTIONS, settings, create, check, describe)
+def cleanup(opts: MqttOptions | None) -> int:
+    from edge_hf.sinks.mqtt.cleanup import run
+
+    return run(opts)
+
+
+CLEANUP = Command(
+    "mqtt-cleanup", "remove this edge-hf's Home Assistant entities from the broker", cleanup
+)
+SECTION = SinkSection("mqtt", OPTIONS, settings, create, check, describe, (CLEANUP,))

@@ -49,9 +49,11 @@ class Link:
         on_up: Callable[[], None],
         on_ack: Callable[[int], None],
         waiting: Callable[[], int],
+        listen: tuple[str, Callable[[str], None]] | None = None,
     ) -> None:
         """``will``: (topic, payload) of the retained last will; ``window``: messages in
-        flight; ``waiting()``: how many alerts are queued, for the log lines."""
+        flight; ``waiting()``: how many alerts are queued, for the log lines; ``listen``: a
+        topic to subscribe to on every connect, and what to call with each payload (text)."""
         self.opts = opts
         self.connected = False
         self.closing = False  # a disconnect from now on is ours: no warning
@@ -59,6 +61,7 @@ class Link:
         self.failed_attempts = 0  # since the last successful connection
         self._ever_connected = False
         self._on_up, self._on_ack, self._waiting = on_up, on_ack, waiting
+        self._listen = listen
         self.client = self._client(ctx, will, window)
 
     def _client(self, ctx, will: tuple[str, str], window: int) -> mqtt.Client:
@@ -82,6 +85,7 @@ class Link:
         c.on_connect_fail = self._on_connect_fail
         c.on_disconnect = self._on_disconnect
         c.on_publish = self._on_publish
+        c.on_message = self._on_message
         return c
 
     # ------------------------------------------------------------------ what the worker uses
@@ -139,6 +143,8 @@ class Link:
         )
         self._ever_connected, self.failed_attempts = True, 0
         self.connected = True
+        if self._listen is not None:
+            client.subscribe(self._listen[0], qos=1)
         self._on_up()
 
     @guarded
@@ -163,6 +169,11 @@ class Link:
                 self.where(),
                 reason_code,
             )
+
+    @guarded
+    def _on_message(self, client, userdata, msg) -> None:
+        if self._listen is not None:
+            self._listen[1](msg.payload.decode("utf-8", "replace"))
 
     @guarded
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:

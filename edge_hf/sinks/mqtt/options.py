@@ -49,6 +49,8 @@ class MqttOptions:
     reconnect_min: float = 1.0
     reconnect_max: float = 30.0
     state_dir: Path = Path(".")  # holds the spool
+    discovery: bool = False  # publish Home Assistant discovery configs
+    discovery_prefix: str = "homeassistant"  # where Home Assistant listens for them
     spool: SpoolLimits = field(default_factory=SpoolLimits)
 
     @property

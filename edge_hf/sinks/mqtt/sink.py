@@ -2,11 +2,13 @@
 
 Topics under the prefix (``edge-hf`` unless the URL names one):
 
-- ``<prefix>/available``        ``online`` / ``offline``, retained; ``offline`` is also the
-  last will, so a crash or a cut cable reads the same as a clean stop.
+- ``<prefix>/available``        ``online``; ``stopped`` after a clean stop; ``offline``, the
+  last will, after a crash or a cut cable. Retained.
 - ``<prefix>/events``           one JSON object per alert start/end, QoS 1, not retained.
 - ``<prefix>/<camera>/<label>`` ``ON`` / ``OFF``, retained (Home Assistant binary sensors).
 - ``<prefix>/stats``            JSON every ``stats_interval`` seconds, QoS 0.
+- ``homeassistant/…/config``    with ``discovery``: Home Assistant entities (``discovery.py``),
+  sent on every connect and whenever ``homeassistant/status`` says ``online``.
 
 Every event is committed to the spool (``edge_hf.sinks.mqtt.spool``) in ``emit`` - on the frame loop's
 thread, which waits for the disk but never for the broker - and deleted when the broker's PUBACK
@@ -37,6 +39,7 @@ from edge_hf.alerts import Event
 from edge_hf.errors import UsageError
 from edge_hf.health import RateMeter
 from edge_hf.sinks.base import RunInfo
+from edge_hf.sinks.mqtt import discovery
 from edge_hf.sinks.mqtt.link import Link
 from edge_hf.sinks.mqtt.options import MqttOptions, check_topic_level, tls_context
 from edge_hf.sinks.mqtt.spool import Spool
@@ -44,7 +47,7 @@ from edge_hf.sinks.mqtt.spool import Spool
 log = logging.getLogger("edge_hf.mqtt")
 WINDOW = 32  # events in flight (published, not yet acknowledged)
 TICK = 0.5  # the worker's longest sleep: its heartbeat, and how stale a stats time may be
-CLOSE_BUDGET = 1.0  # seconds close() may spend flushing and saying "offline"
+CLOSE_BUDGET = 1.0  # seconds close() may spend flushing and saying "stopped"
 ERROR_BACKOFF_MAX = 30.0  # seconds between retries of a worker step that keeps failing
 MAX_TOPIC = 65535  # bytes: MQTT's limit on a topic name
 
@@ -61,6 +64,8 @@ class MqttSink:
         self.spool: Spool | None = None
         self.link: Link | None = None
         self._fresh = False  # connected again: announce before anything else
+        self._discover = False  # Home Assistant asked for the discovery configs again
+        self._configs: list[tuple[str, str]] = []  # Home Assistant discovery (topic, payload)
         self._wake, self._stop = threading.Event(), threading.Event()
         self._acks: deque[int] = deque()  # mids from on_publish, drained by the worker
         self._inflight: dict[int, int] = {}  # mid -> spool id; worker thread only
@@ -105,6 +110,11 @@ class MqttSink:
                 for label in run.labels:
                     self._states[(cam, label)] = "OFF"  # a killed run may have left ON behind
         self.heartbeat = run.health.loop("mqtt sink")
+        listen = None
+        if self.opts.discovery:
+            where = self.opts.discovery_prefix
+            self._configs = discovery.configs(where, self.opts.prefix, run.cameras, run.labels_of)
+            listen = (f"{where}/{discovery.STATUS}", self._on_ha_status)
         self.link = Link(
             self.opts,
             ctx,
@@ -113,6 +123,7 @@ class MqttSink:
             on_up=self._on_up,
             on_ack=self._on_ack,
             waiting=lambda: self.spool.depth,
+            listen=listen,
         )
         log.info(
             "mqtt: %s as %s; spool %s", self.opts.display, self.opts.client_id, self.spool.path
@@ -142,7 +153,7 @@ class MqttSink:
 
     def close(self) -> None:
         """Stop the worker, flush what the broker will take within ``CLOSE_BUDGET``, publish
-        ``offline`` (retained) and disconnect. Whatever is not acknowledged stays spooled."""
+        ``stopped`` (retained) and disconnect. Whatever is not acknowledged stays spooled."""
         if self.link is None:  # never started, or start() failed part-way
             if self.spool is not None:
                 self.spool.close()
@@ -162,7 +173,7 @@ class MqttSink:
                 break
             time.sleep(0.01)
         if self._connected:
-            self.link.publish_wait(self.t_available, "offline", deadline - time.monotonic())
+            self.link.publish_wait(self.t_available, "stopped", deadline - time.monotonic())
         self.link.stop(deadline - time.monotonic())
         self._settle_acks()
         left = self.spool.depth
@@ -179,6 +190,11 @@ class MqttSink:
     def _on_up(self) -> None:  # paho's thread
         self._fresh = True
         self._wake.set()
+
+    def _on_ha_status(self, payload: str) -> None:  # paho's thread
+        if payload == "online":  # Home Assistant (re)started and forgot its entities
+            self._discover = True
+            self._wake.set()
 
     def _on_ack(self, mid: int) -> None:  # paho's thread
         self._acks.append(mid)
@@ -231,6 +247,9 @@ class MqttSink:
         if self._fresh:
             self._fresh = False
             self._announce()
+        if self._discover:
+            self._discover = False
+            self._publish_configs()
         self._publish_states()
         self._publish_spooled()
         if stats and time.monotonic() >= self._next_stats:
@@ -238,11 +257,17 @@ class MqttSink:
             self.link.publish(self.t_stats, json.dumps(self.stats()), qos=0)
 
     def _announce(self) -> None:
-        """A new connection: say we are here, restate every state, replay the spool."""
+        """A new connection: describe ourselves to Home Assistant (if asked to), say we are
+        here, restate every state, replay the spool."""
+        self._publish_configs()
         self.link.publish(self.t_available, "online", qos=1, retain=True)
         with self._lock:
             self._dirty.update(self._states)
         self._cursor = 0
+
+    def _publish_configs(self) -> None:
+        for topic, payload in self._configs:
+            self.link.publish(topic, payload, qos=1, retain=True)
 
     def _publish_states(self) -> None:
         with self._lock:
