@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import importlib.util
 import logging
 import threading
@@ -15,10 +16,11 @@ from edge_hf.alerts import AlertLogic, AlertPolicy
 from edge_hf.backends import Backend, BackendOptions, load_backend
 from edge_hf.capture import Capture, CapturePolicy, Mailbox
 from edge_hf.errors import SourceError, UsageError
-from edge_hf.health import CameraCounters, Counters, Health
+from edge_hf.health import LATENCY_BUCKETS, CameraCounters, Counters, Health
 from edge_hf.notify import Notifier, Watchdog
 from edge_hf.sampler import StrideSampler, hop_from_hz
 from edge_hf.sinks import RunInfo, Sink
+from edge_hf.sinks.base import statuses
 from edge_hf.sources import Source, SourceOptions, open_source
 from edge_hf.spec import HyperframeSpec
 
@@ -58,15 +60,19 @@ class Camera:
 
 
 class InferenceStats:
-    """Latency of the last 1024 inferences, preallocated."""
+    """Latency of the last 1024 inferences, preallocated; and a histogram of all of them."""
 
     def __init__(self) -> None:
         self.ms = np.zeros(1024, np.float64)
         self.count = 0
+        self.buckets = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.total = 0.0  # seconds
 
     def add(self, seconds: float) -> None:
         self.ms[self.count % len(self.ms)] = seconds * 1000.0
         self.count += 1
+        self.buckets[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self.total += seconds
 
     def percentile(self, q: float) -> float:
         n = min(self.count, len(self.ms))
@@ -219,6 +225,7 @@ class Runtime:
             labels=tuple(self.cameras[0].logic.labels),
             counters=self.counters,
             health=self.health,
+            statuses=lambda: statuses(self.sinks),
         )
         started: list[Sink] = []
         try:
@@ -250,7 +257,15 @@ class Runtime:
             for c in self.cameras
         )
         lat = self.latency
-        return Counters(now, cams, lat.count, lat.percentile(50), lat.percentile(95))
+        return Counters(
+            now,
+            cams,
+            lat.count,
+            lat.percentile(50),
+            lat.percentile(95),
+            tuple(lat.buckets),
+            lat.total,
+        )
 
     def _loop(self) -> None:
         while not self.stop.is_set():

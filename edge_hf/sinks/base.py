@@ -26,7 +26,8 @@ What a sink receives, and when (the runtime's side of the contract):
 - ``close()`` once at shutdown, after the last event (open alerts are ended first); it may take
   about a second to flush.
 - ``status()`` (optional): a small JSON-ready dict about the sink itself (connected, queue
-  depth...), read from any thread by other sinks - the HTTP sink shows it - and by tests.
+  depth...), read from any thread; ``RunInfo.statuses()`` gives every sink's, keyed by the
+  sink's ``name`` attribute, to other sinks (the HTTP sink exports MQTT's as metrics).
 
 Nothing here imports a network library: a section's ``create`` imports its sink's module, so a
 run without MQTT never loads paho.
@@ -52,6 +53,7 @@ class RunInfo:
     counters: Callable[[], Counters]  # a snapshot of the runtime's counters, any thread
     health: Health  # a sink with a loop of its own registers its heartbeat here
     camera_labels: Mapping[str, tuple[str, ...]] | None = None  # per camera; None: ``labels``
+    statuses: Callable[[], dict[str, dict]] = dict  # every sink's status(), by its name
 
     def labels_of(self, camera: str) -> tuple[str, ...]:
         """The alert classes a camera can raise."""
@@ -71,10 +73,15 @@ class Sink(Protocol):
         """Flush and release; called once at shutdown."""
 
 
-def status_of(sink: Sink) -> dict | None:
-    """A sink's ``status()``, or None for a sink without one."""
-    fn = getattr(sink, "status", None)
-    return fn() if callable(fn) else None
+def statuses(sinks) -> dict[str, dict]:
+    """``{name: status()}`` of the sinks that have a ``status()`` (``name``: the sink's
+    ``name`` attribute, else its class name)."""
+    out = {}
+    for sink in sinks:
+        fn = getattr(sink, "status", None)
+        if callable(fn):
+            out[getattr(sink, "name", type(sink).__name__)] = fn()
+    return out
 
 
 def _nothing(opts: Any) -> None:

@@ -11,6 +11,8 @@ from edge_hf.sinks.base import RunInfo, SinkSection
 
 
 class StdoutSink:
+    name = "stdout"
+
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream or sys.stdout
 

@@ -53,6 +53,8 @@ MAX_TOPIC = 65535  # bytes: MQTT's limit on a topic name
 
 
 class MqttSink:
+    name = "mqtt"
+
     def __init__(self, opts: MqttOptions) -> None:
         self.opts = opts
         p = opts.prefix
@@ -308,12 +310,11 @@ class MqttSink:
     def _busy(self) -> bool:
         return bool(self.spool.depth or self._inflight or self._dirty)
 
-    def stats(self) -> dict:
-        """The ``<prefix>/stats`` payload."""
-        s = self.meter.report(self.run.counters())
+    def status(self) -> dict:
+        """The sink's own state (the ``spool`` and ``mqtt`` parts of the stats)."""
+        if self.link is None:  # not started
+            return {}
         return {
-            "time": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            **s,
             "spool": {
                 "depth": self.spool.depth,
                 "bytes": self.spool.size,
@@ -328,3 +329,9 @@ class MqttSink:
                 "errors": self.errors,
             },
         }
+
+    def stats(self) -> dict:
+        """The ``<prefix>/stats`` payload."""
+        s = self.meter.report(self.run.counters())
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return {"time": now, **s, **self.status()}

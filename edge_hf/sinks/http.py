@@ -1,0 +1,175 @@
+"""``--http [HOST:]PORT``: a small HTTP server on its own thread (loopback unless an address is
+given): ``/metrics`` (Prometheus, see ``http_metrics``), ``/healthz`` (200, or 503 when a camera
+has stalled or a loop has stopped) and ``/api/events`` (recent events, newest first, JSON).
+
+A stdlib ``ThreadingHTTPServer``: one thread per request, each with a socket timeout, so a slow
+or silent client holds nothing else up; ``close`` stops it within a second. Nothing is computed
+until someone asks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import Counter, deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from edge_hf._values import Option
+from edge_hf.alerts import Event
+from edge_hf.errors import SinkError, UsageError
+from edge_hf.sinks.base import RunInfo, SinkSection
+
+log = logging.getLogger("edge_hf.http")
+RECENT = 100  # events kept for /api/events
+STALE_AFTER = 10.0  # seconds without a heartbeat before /healthz calls a loop stopped
+REQUEST_TIMEOUT = 5.0  # seconds a client may take to send its request
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    host: str = "127.0.0.1"
+    port: int = 9108
+
+
+def listen(v: Any, where: str) -> HttpOptions:
+    """``PORT`` (loopback), ``HOST:PORT`` or ``[IPv6]:PORT``."""
+    text = str(v).strip() if isinstance(v, (str, int)) and not isinstance(v, bool) else ""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]") if sep else "127.0.0.1"
+    if not port.isdigit() or not 0 < int(port) < 65536 or (sep and not host):
+        raise UsageError(
+            f"{where}: expected [HOST:]PORT with a port from 1 to 65535 (e.g. 127.0.0.1:9108), "
+            f"found {v!r}"
+        )
+    return HttpOptions(host, int(port))
+
+
+listen.metavar = "[HOST:]PORT"
+
+
+class HttpSink:
+    name = "http"
+
+    def __init__(self, opts: HttpOptions) -> None:
+        self.opts = opts
+        self._events: deque[dict] = deque(maxlen=RECENT)
+        self._alerts: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, run: RunInfo) -> None:
+        from prometheus_client import CollectorRegistry
+
+        from edge_hf.sinks.http_metrics import Collector
+
+        self.run = run
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(Collector(run.counters, run.statuses, self.alerts))
+        try:
+            self._server = ThreadingHTTPServer((self.opts.host, self.opts.port), _handler(self))
+        except OSError as e:
+            raise SinkError(
+                f"--http {self.opts.host}:{self.opts.port}: cannot listen ({e.strerror}); "
+                f"choose another port or address"
+            ) from None
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.5,), name="http", daemon=True
+        )
+        self._thread.start()
+        host, port = self._server.server_address[:2]
+        log.info("http: serving /metrics, /healthz and /api/events on %s:%d", host, port)
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            self._events.appendleft(event.to_dict())
+            if event.kind == "start":
+                self._alerts[(event.camera, event.label)] += 1
+
+    def close(self) -> None:
+        if self._server is None:
+            return
+        self._server.shutdown()  # waits for serve_forever's poll (0.5 s at most)
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(1.0)
+
+    def status(self) -> dict:
+        return {"listening": self._server is not None}
+
+    # ------------------------------------------------------------------ what the pages show
+
+    def alerts(self) -> dict[tuple[str, str], int]:
+        with self._lock:
+            return dict(self._alerts)
+
+    def events(self) -> list[dict]:
+        with self._lock:
+            return list(self._events)
+
+    def health(self) -> tuple[bool, dict]:
+        stalled = [c.name for c in self.run.counters().cameras if not c.connected]
+        stopped = self.run.health.stale(STALE_AFTER)
+        ok = not stalled and not stopped
+        return ok, {"ok": ok, "stalled_cameras": stalled, "stopped_loops": stopped}
+
+    def metrics(self) -> bytes:
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry)
+
+
+def _handler(sink: HttpSink) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        timeout = REQUEST_TIMEOUT
+        server_version = "edge-hf"
+        sys_version = ""  # not the Python version
+
+        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                from prometheus_client import CONTENT_TYPE_LATEST
+
+                self._send(200, CONTENT_TYPE_LATEST, sink.metrics())
+            elif path == "/healthz":
+                ok, body = sink.health()
+                self._json(200 if ok else 503, body)
+            elif path == "/api/events":
+                self._json(200, sink.events())
+            else:
+                self._json(404, {"error": f"no page {path}; try /metrics, /healthz, /api/events"})
+
+        def _json(self, code: int, body: Any) -> None:
+            self._send(code, "application/json", json.dumps(body).encode())
+
+        def _send(self, code: int, kind: str, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            log.debug("http: %s %s", self.address_string(), format % args)
+
+    return Handler
+
+
+def _settings(v: dict[str, Any]) -> HttpOptions | None:
+    return v["http.listen"]
+
+
+def _describe(opts: HttpOptions) -> dict:
+    return {"listen": f"{opts.host}:{opts.port}"}
+
+
+OPTIONS = (
+    Option("http.listen", "--http", listen, None,
+           "serve /metrics, /healthz and /api/events on [HOST:]PORT (host default 127.0.0.1; give an address to expose it)"),
+)  # fmt: skip
+SECTION = SinkSection("http", OPTIONS, _settings, HttpSink, describe=_describe)
