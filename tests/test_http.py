@@ -158,4 +158,19 @@ def test_edge_hf_run_with_http_serves_metrics_and_health(tmp_path: Path):
         assert wait_until(lambda: frames() > 0, 30), proc.stderr()
         assert get(port, "/healthz")[0] == 200
         assert proc.signal(15) == 0
-    assert "http: serving /metrics" in proc.stderr() and "Traceback" not in proc.stderr()
+    assert "http: status page http://" in proc.stderr() and "Traceback" not in proc.stderr()
+
+
+def test_api_status_shows_open_alerts_and_the_page_is_served(served):
+    rt, sink, port = served
+    start = event("start")
+    sink.emit(start)
+    status = json.loads(get(port, "/api/status")[1])
+    (cam,) = status["cameras"]
+    assert cam["name"] == "porch" and cam["open_alerts"] == ["fall"] and cam["connected"]
+    assert status["health"]["ok"] and set(status["inference"]) == {"runs", "p50_ms", "p95_ms"}
+    sink.emit(Event("end", start.id, "porch", "fall", 0.9, 0.9, 5, time.time()))
+    assert json.loads(get(port, "/api/status")[1])["cameras"][0]["open_alerts"] == []
+    code, page = get(port, "/")
+    assert code == 200 and '<tbody id="cameras">' in page and "/api/status" in page
+    assert "http://" not in page and "https://" not in page  # no external assets

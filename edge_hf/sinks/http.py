@@ -1,6 +1,9 @@
 """``--http [HOST:]PORT``: a small HTTP server on its own thread (loopback unless an address is
 given): ``/metrics`` (Prometheus, see ``http_metrics``), ``/healthz`` (200, or 503 when a camera
-has stalled or a loop has stopped) and ``/api/events`` (recent events, newest first, JSON).
+has stalled or a loop has stopped), ``/api/events`` (recent events, newest first, JSON),
+``/api/status`` (cameras, their rates and open alerts, health, the sinks' status) and ``/``, a
+status page (``assets/status.html``: plain HTML, CSS and a little script reading the two APIs;
+no build step, no external assets).
 
 A stdlib ``ThreadingHTTPServer``: one thread per request, each with a socket timeout, so a slow
 or silent client holds nothing else up; ``close`` stops it within a second. Nothing is computed
@@ -15,17 +18,20 @@ import threading
 from collections import Counter, deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from edge_hf._values import Option
 from edge_hf.alerts import Event
 from edge_hf.errors import SinkError, UsageError
+from edge_hf.health import RateMeter
 from edge_hf.sinks.base import RunInfo, SinkSection
 
 log = logging.getLogger("edge_hf.http")
 RECENT = 100  # events kept for /api/events
 STALE_AFTER = 10.0  # seconds without a heartbeat before /healthz calls a loop stopped
 REQUEST_TIMEOUT = 5.0  # seconds a client may take to send its request
+PAGE = Path(__file__).resolve().parent.parent / "assets" / "status.html"
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,8 @@ class HttpSink:
         self.opts = opts
         self._events: deque[dict] = deque(maxlen=RECENT)
         self._alerts: Counter[tuple[str, str]] = Counter()
+        self._open: dict[str, set[str]] = {}  # camera -> labels with an alert open
+        self._meter = RateMeter()  # the status page's rates (since its previous request)
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -82,13 +90,17 @@ class HttpSink:
         )
         self._thread.start()
         host, port = self._server.server_address[:2]
-        log.info("http: serving /metrics, /healthz and /api/events on %s:%d", host, port)
+        log.info("http: status page http://%s:%d/ (and /metrics, /healthz)", host, port)
 
     def emit(self, event: Event) -> None:
         with self._lock:
             self._events.appendleft(event.to_dict())
+            open_ = self._open.setdefault(event.camera, set())
             if event.kind == "start":
                 self._alerts[(event.camera, event.label)] += 1
+                open_.add(event.label)
+            else:
+                open_.discard(event.label)
 
     def close(self) -> None:
         if self._server is None:
@@ -117,6 +129,23 @@ class HttpSink:
         ok = not stalled and not stopped
         return ok, {"ok": ok, "stalled_cameras": stalled, "stopped_loops": stopped}
 
+    def status_page(self) -> dict:
+        """``/api/status``: what the status page shows."""
+        c = self.run.counters()
+        with self._lock:
+            rates = self._meter.report(c)
+            open_ = {cam: sorted(labels) for cam, labels in self._open.items()}
+        cameras = [
+            {"name": name, **r, "open_alerts": open_.get(name, [])}
+            for name, r in rates["cameras"].items()
+        ]
+        return {
+            "cameras": cameras,
+            "inference": rates["inference"],
+            "health": self.health()[1],
+            "sinks": self.run.statuses(),
+        }
+
     def metrics(self) -> bytes:
         from prometheus_client import generate_latest
 
@@ -140,8 +169,14 @@ def _handler(sink: HttpSink) -> type[BaseHTTPRequestHandler]:
                 self._json(200 if ok else 503, body)
             elif path == "/api/events":
                 self._json(200, sink.events())
+            elif path == "/api/status":
+                self._json(200, sink.status_page())
+            elif path in ("/", "/index.html"):
+                self._send(200, "text/html; charset=utf-8", PAGE.read_bytes())
             else:
-                self._json(404, {"error": f"no page {path}; try /metrics, /healthz, /api/events"})
+                self._json(
+                    404, {"error": f"no page {path}; try /, /metrics, /healthz, /api/events"}
+                )
 
         def _json(self, code: int, body: Any) -> None:
             self._send(code, "application/json", json.dumps(body).encode())
@@ -170,6 +205,6 @@ def _describe(opts: HttpOptions) -> dict:
 
 OPTIONS = (
     Option("http.listen", "--http", listen, None,
-           "serve /metrics, /healthz and /api/events on [HOST:]PORT (host default 127.0.0.1; give an address to expose it)"),
+           "serve a status page, /metrics, /healthz and /api/events on [HOST:]PORT (host default 127.0.0.1; give an address to expose it)"),
 )  # fmt: skip
 SECTION = SinkSection("http", OPTIONS, _settings, HttpSink, describe=_describe)
