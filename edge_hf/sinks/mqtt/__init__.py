@@ -61,7 +61,9 @@ def settings(v: dict[str, Any]) -> MqttOptions | None:
             raise UsageError(f"{flag} ({given[0]}) is set but there is no broker; add --mqtt URL")
         return None
     url = parse_url(v["mqtt.url"])
-    check_topic_level(v["mqtt.discovery_prefix"], "mqtt.discovery_prefix", levels=True)
+    check_topic_level(
+        v["mqtt.discovery_prefix"], "--mqtt-discovery-prefix (mqtt.discovery_prefix)", levels=True
+    )
     if not url.tls and any(v[k] for k in _TLS_KEYS):
         raise UsageError(f"{mask_url(v['mqtt.url'])}: TLS options need an mqtts:// URL")
     tls = (
