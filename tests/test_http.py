@@ -20,7 +20,7 @@ from edge_hf.health import LATENCY_BUCKETS, CameraCounters, Counters, Health
 from edge_hf.sinks import RunInfo
 from edge_hf.sinks.http import HttpOptions, HttpSink
 from tests.conftest import EdgeHF, run_cli
-from tests.live import free_port, wait_until
+from tests.live import HttpTsServer, free_port, have_ffmpeg, wait_until, write_h264_clip
 
 
 class FakeRuntime:
@@ -174,3 +174,21 @@ def test_api_status_shows_open_alerts_and_the_page_is_served(served):
     code, page = get(port, "/")
     assert code == 200 and '<tbody id="cameras">' in page and "/api/status" in page
     assert "http://" not in page and "https://" not in page  # no external assets
+
+
+@pytest.mark.skipif(not have_ffmpeg(), reason="ffmpeg is needed to serve a live test stream")
+def test_healthz_flips_when_a_real_network_camera_freezes_and_back(tmp_path: Path):
+    """A real HTTP MPEG-TS camera that hangs (socket open, no bytes): /healthz says 503 and
+    names it within the 5 s of 'no frame recently', and 200 again once it is back."""
+    clip = write_h264_clip(tmp_path / "cam.mp4", seconds=2, size=(320, 180))
+    port = free_port()
+    with HttpTsServer(clip) as cam:
+        args = ("run", "--camera", f"door={cam.url}", "--http", str(port), "--stall-timeout", "2")
+        with EdgeHF(tmp_path, *args) as proc:
+            assert wait_until(lambda: get(port, "/healthz")[0] == 200, 30), proc.stderr()
+            cam.hang()
+            assert wait_until(lambda: get(port, "/healthz")[0] == 503, 15), proc.stderr()
+            assert json.loads(get(port, "/healthz")[1])["stalled_cameras"] == ["door"]
+            cam.start()
+            assert wait_until(lambda: get(port, "/healthz")[0] == 200, 30), proc.stderr()
+            assert proc.signal(15) == 0
