@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from edge_hf.errors import UsageError
 from edge_hf.health import Counters, Health
 from edge_hf.sinks import RunInfo
 from edge_hf.sinks.mqtt.options import MqttOptions
 from edge_hf.sinks.mqtt.sink import MqttSink
 from tests.broker import Mosquitto, Subscriber, have_mosquitto, retained
 from tests.conftest import run_cli
-from tests.live import wait_until
+from tests.live import free_port, wait_until
 
 pytestmark = pytest.mark.skipif(not have_mosquitto(), reason="needs mosquitto (scripts/setup.sh)")
 
@@ -138,3 +139,18 @@ def test_mqtt_cleanup_without_a_broker_is_one_line_and_exit_2(tmp_path: Path):
     assert r.stderr.strip() == (
         "edge-hf: error: mqtt-cleanup: no broker; give --mqtt URL or [mqtt] url in --config"
     )
+
+
+def test_camera_names_that_would_share_a_device_are_refused_at_start(tmp_path: Path):
+    s = MqttSink(MqttOptions(host="127.0.0.1", port=1, state_dir=tmp_path, discovery=True))
+    info = RunInfo(("back yard", "back_yard"), ("fall",), lambda: None, Health())
+    with pytest.raises(UsageError, match="cameras 'back yard' and 'back_yard' would be the same"):
+        s.start(info)
+    s.close()
+
+
+def test_mqtt_cleanup_with_no_broker_listening_is_one_line_and_exit_5(tmp_path: Path):
+    r = run_cli("mqtt-cleanup", "--mqtt", f"mqtt://127.0.0.1:{free_port()}", timeout=60)
+    assert r.returncode == 5, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("edge-hf: error: mqtt-cleanup: cannot connect to 127.0.0.1:")

@@ -22,6 +22,7 @@ import threading
 import time
 
 from edge_hf import __version__
+from edge_hf.errors import UsageError
 
 log = logging.getLogger("edge_hf.mqtt")
 STATUS = "status"  # Home Assistant says "online" on <discovery>/status when it (re)starts
@@ -62,6 +63,7 @@ def _device(node: str, camera: str) -> dict:
 def configs(discovery: str, prefix: str, cameras, labels_of) -> list[tuple[str, str]]:
     """(topic, JSON payload) of every entity: ``labels_of(camera)`` gives its alert classes."""
     node = node_id(prefix)
+    _check_distinct(cameras)
     out = []
     for cam in cameras:
         common = {"availability": _availability(prefix), "device": _device(node, cam)}
@@ -98,6 +100,18 @@ def configs(discovery: str, prefix: str, cameras, labels_of) -> list[tuple[str, 
             }
             out.append((f"{discovery}/sensor/{node}/{obj}/config", entity))
     return [(t, json.dumps(e, separators=(",", ":"))) for t, e in out]
+
+
+def _check_distinct(cameras) -> None:
+    """Two camera names with one slug would share their entities' unique ids."""
+    seen: dict[str, str] = {}
+    for cam in cameras:
+        other = seen.setdefault(slug(cam), cam)
+        if other != cam:
+            raise UsageError(
+                f"cameras {other!r} and {cam!r} would be the same Home Assistant device "
+                f"({slug(cam)!r}); rename one (letters, digits, '_' and '-' are kept as they are)"
+            )
 
 
 def cleanup(client, discovery: str, prefix: str, quiet: float = 1.0, limit: float = 10.0) -> int:

@@ -92,6 +92,11 @@ class MqttSink:
         for label in run.labels:
             check_topic_level(label, "alert class")
         self._check_topic_length(run)
+        listen = None
+        if self.opts.discovery:
+            where = self.opts.discovery_prefix
+            self._configs = discovery.configs(where, self.opts.prefix, run.cameras, run.labels_of)
+            listen = (f"{where}/{discovery.STATUS}", self._on_ha_status)
         ctx = tls_context(self.opts.tls) if self.opts.tls else None
         if self.opts.tls and self.opts.tls.insecure:
             log.warning(
@@ -109,14 +114,9 @@ class MqttSink:
         self._next_stats = time.monotonic() + self.opts.stats_interval
         with self._lock:
             for cam in run.cameras:
-                for label in run.labels:
+                for label in run.labels_of(cam):
                     self._states[(cam, label)] = "OFF"  # a killed run may have left ON behind
         self.heartbeat = run.health.loop("mqtt sink")
-        listen = None
-        if self.opts.discovery:
-            where = self.opts.discovery_prefix
-            self._configs = discovery.configs(where, self.opts.prefix, run.cameras, run.labels_of)
-            listen = (f"{where}/{discovery.STATUS}", self._on_ha_status)
         self.link = Link(
             self.opts,
             ctx,
