@@ -57,6 +57,9 @@ class CameraCounters:
     dropped: int  # hyperframes replaced before the model took them (it fell behind)
     reconnects: int
     connected: bool  # a frame arrived recently
+    # hyperframes not put through the model, by reason (e.g. "still", "stale", "busy"): for a
+    # runtime that skips some; readers export whatever reasons appear
+    skipped: tuple[tuple[str, int], ...] = ()
 
 
 # upper bounds (seconds) of the inference latency histogram; one more bucket for the rest

@@ -34,7 +34,8 @@ class FakeRuntime:
         self.mqtt: dict = {}
 
     def counters(self) -> Counters:
-        cam = CameraCounters("porch", self.frames, 90, 10, 2, self.connected)
+        skipped = (("still", 7), ("busy", 1))
+        cam = CameraCounters("porch", self.frames, 90, 10, 2, self.connected, skipped)
         buckets = (0, 5, 3) + (0,) * (len(LATENCY_BUCKETS) - 2)
         return Counters(time.monotonic(), (cam,), 8, 2.0, 4.0, buckets, 0.02)
 
@@ -88,6 +89,9 @@ def test_metrics_parse_and_count_what_happened(served):
     assert m[("edge_hf_camera_hyperframes_dropped_total", cam)] == 10
     assert m[("edge_hf_camera_reconnects_total", cam)] == 2
     assert m[("edge_hf_camera_connected", cam)] == 1
+    skipped = "edge_hf_camera_hyperframes_skipped_total"
+    assert m[(skipped, (("camera", "porch"), ("reason", "still")))] == 7
+    assert m[(skipped, (("camera", "porch"), ("reason", "busy")))] == 1
     assert m[("edge_hf_alerts_total", (("camera", "porch"), ("label", "fall")))] == 2
     assert m[("edge_hf_inference_seconds_count", ())] == 8
     assert m[("edge_hf_inference_seconds_bucket", (("le", "0.002"),))] == 5  # cumulative

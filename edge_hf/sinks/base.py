@@ -14,9 +14,10 @@ What a sink receives, and when (the runtime's side of the contract):
   camera has the model's classes; with several models they may differ), ``counters`` - a
   callable returning a frozen ``health.Counters`` snapshot, safe from any thread, cheap enough
   to call a few times a second (per camera: frames grabbed, hyperframes processed, dropped,
-  reconnects, connected; inference count and p50/p95 latency; a runtime that skips
-  hyperframes adds per-reason counts to ``CameraCounters`` as new fields, which sinks that do
-  not know them ignore) - and ``health``, where a sink with a thread of its own registers a
+  reconnects, connected, and ``skipped``: (reason, count) pairs such as still/stale/busy for
+  a runtime that skips hyperframes - the HTTP sink exports whatever reasons appear; inference
+  count, p50/p95 latency and a latency histogram). New fields get defaults, so sinks that do
+  not know them keep working - and ``health``, where a sink with a thread of its own registers a
   heartbeat (``health.loop(name)``) that the watchdog and ``/healthz`` watch. Raise
   ``SinkError``/``UsageError`` with the fix when it cannot be set up: sinks started before it
   are closed and the CLI exits with that error's code.

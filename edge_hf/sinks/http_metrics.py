@@ -4,7 +4,8 @@ snapshot and the other sinks' ``status()``, so that nobody scraping costs nothin
 Names (all prefixed ``edge_hf_``); per camera, label ``camera``:
 
     camera_frames_total, camera_hyperframes_processed_total, camera_hyperframes_dropped_total,
-    camera_reconnects_total (counters); camera_connected (0/1); camera_fps,
+    camera_reconnects_total, camera_hyperframes_skipped_total{camera,reason} (counters);
+    camera_connected (0/1); camera_fps,
     camera_processed_fps (gauges: averages since the previous scrape)
     inference_seconds (histogram), alerts_total{camera,label} (alert starts)
     spool_depth, spool_dropped_total, mqtt_connected (with --mqtt)
@@ -79,7 +80,14 @@ class Collector:
                 labels=["camera"],
             ),
         }
+        skipped = CounterMetricFamily(
+            P + "camera_hyperframes_skipped",
+            "hyperframes not put through the model, by reason",
+            labels=["camera", "reason"],
+        )
         for cam in c.cameras:
+            for reason, n in cam.skipped:
+                skipped.add_metric([cam.name, reason], n)
             r = rates.get(cam.name, {})
             values = {
                 "frames": cam.grabbed,
@@ -93,6 +101,7 @@ class Collector:
             for key, fam in fams.items():
                 fam.add_metric([cam.name], values[key])
         yield from fams.values()
+        yield skipped
 
     def _latency(self, c: Counters) -> HistogramMetricFamily:
         counts = c.latency_buckets or (0,) * (len(LATENCY_BUCKETS) + 1)
