@@ -1,7 +1,8 @@
 """The sink seam: somewhere alert events go, and what a sink may know about the run.
 
 A sink is one module that declares a ``SinkSection`` (its flags and config keys, how they become
-frozen options, how those make the sink) and one line in ``edge_hf.sinks.SINKS``. The CLI and
+frozen options, how those make the sink) and one line (its module name) in
+``edge_hf.sinks.SINKS``. The CLI and
 the config code know sinks only through that table: ``edge_hf.config`` adds every section's
 options to the settings table (same checks, same "unknown key ... did you mean" errors), builds
 each section's options (``None``: that sink is off), and ``edge-hf run`` creates the sinks that
@@ -29,6 +30,10 @@ What a sink receives, and when (the runtime's side of the contract):
 - ``status()`` (optional): a small JSON-ready dict about the sink itself (connected, queue
   depth...), read from any thread; ``RunInfo.statuses()`` gives every sink's, keyed by the
   sink's ``name`` attribute, to other sinks (the HTTP sink exports MQTT's as metrics).
+
+Planned, not built (issue 11, snapshots): a start event will carry ``snapshot`` (a JPEG file
+name in the state directory, written by the runtime before any sink sees the event) and the
+runtime will offer ``RunInfo.latest_frame(camera)``; sinks will read both, never frame buffers.
 
 Nothing here imports a network library: a section's ``create`` imports its sink's module, so a
 run without MQTT never loads paho.
