@@ -85,6 +85,10 @@ CORE: tuple[Option, ...] = (
     Option("capture.stall_timeout", "--stall-timeout", stall_timeout, 10.0,    "reopen a source after this many seconds without a frame"),
     Option("capture.password_dir", "--camera-password-dir", path, None, "network cameras: read camera NAME's password from DIR/camera-NAME-password (else $EDGE_HF_CAMERA_PASSWORD_NAME, else the systemd credential camera-NAME-password)", metavar="DIR"),
     Option("capture.open_timeout", "--open-timeout", open_timeout, 10.0,    "network cameras: seconds to wait for a connection"),
+    Option("snapshots.enabled", "--snapshots",     boolean,      False,   "a JPEG of the frame at every alert's start, named in the event (README: Snapshots)", "bool"),
+    Option("snapshots.dir",  "--snapshot-dir",      path,         None,    "where snapshots go (default: the state directory's snapshots/)"),
+    Option("snapshots.max_count", "--snapshot-max-count", max_rows, 200,  "snapshots kept; the oldest go first"),
+    Option("snapshots.max_bytes", "--snapshot-max-bytes", max_bytes, 64 * 1024 * 1024, "bytes of snapshots kept; the oldest go first"),
 )
 # fmt: on
 OPTIONS: tuple[Option, ...] = CORE + tuple(o for sink in SINKS for o in sink.options)
@@ -240,6 +244,7 @@ def build(v: dict[str, Any]) -> Settings:
         cooldown=v["alerts.cooldown"],
         source_opts=src,
         stall_timeout=v["capture.stall_timeout"],
+        snapshots=_snapshots(v),
     )
     sinks = tuple((s.name, opts) for s in SINKS if (opts := s.settings(v)) is not None)
     return Settings(run, sinks, v["log_level"])
@@ -262,3 +267,13 @@ def _camera_passwords(
                 env_name(name),
             )
     return tuple(out)
+
+
+def _snapshots(v: dict[str, Any]):
+    from edge_hf.sinks.mqtt.options import default_state_dir
+    from edge_hf.snapshots import SnapshotOptions
+
+    if not v["snapshots.enabled"]:
+        return None
+    directory = v["snapshots.dir"] or (v["spool.dir"] or default_state_dir()) / "snapshots"
+    return SnapshotOptions(directory, v["snapshots.max_count"], v["snapshots.max_bytes"])

@@ -7,12 +7,12 @@ import importlib.util
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from edge_hf.alerts import AlertLogic, AlertPolicy
+from edge_hf.alerts import AlertLogic, AlertPolicy, Event
 from edge_hf.backends import Backend, BackendOptions, load_backend
 from edge_hf.capture import Capture, CapturePolicy, Mailbox
 from edge_hf.errors import SourceError, UsageError
@@ -21,6 +21,7 @@ from edge_hf.notify import Notifier, Watchdog
 from edge_hf.sampler import StrideSampler, hop_from_hz
 from edge_hf.sinks import RunInfo, Sink
 from edge_hf.sinks.base import statuses
+from edge_hf.snapshots import SnapshotOptions, SnapshotStore
 from edge_hf.sources import Source, SourceOptions, open_source
 from edge_hf.spec import HyperframeSpec
 
@@ -47,6 +48,7 @@ class RunConfig:
     cooldown: float = 10.0
     source_opts: SourceOptions = field(default_factory=SourceOptions)
     stall_timeout: float = 10.0
+    snapshots: SnapshotOptions | None = None  # None: no snapshots
 
 
 @dataclass
@@ -162,6 +164,7 @@ class Runtime:
         self.probs = np.zeros_like(self.logits)
         self.backend.bind(self.inputs, self.logits)
         self.latency = InferenceStats()
+        self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None
 
     def _camera(self, source: Source, policy: AlertPolicy) -> Camera:
         # Open once here so a bad file fails before anything starts, and --hz knows the fps.
@@ -226,6 +229,7 @@ class Runtime:
             counters=self.counters,
             health=self.health,
             statuses=lambda: statuses(self.sinks),
+            snapshots=self.snapshots,
         )
         started: list[Sink] = []
         try:
@@ -285,8 +289,24 @@ class Runtime:
             cam.processed += 1
             self._activate()
             for ev in cam.logic.update(self.probs[0], frame, t):
+                if ev.kind == "start" and self.snapshots is not None:
+                    ev = self._snapshot(cam, ev)
                 for sink in self.sinks:
                     sink.emit(ev)
+
+    def _snapshot(self, cam: Camera, ev: Event) -> Event:
+        """The event with its snapshot, or as it was when there is no frame or no disk."""
+        image = cam.capture.snapshot()
+        if image is None:
+            return ev
+        try:
+            snap = self.snapshots.save(ev.camera, ev.label, ev.id, ev.time, image)
+        except OSError as e:
+            self.snapshots.failures += 1
+            if self.snapshots.failures in (1, 10, 100, 1000):
+                log.warning("snapshots: cannot write one (%s); the alert goes out without", e)
+            return ev
+        return replace(ev, snapshot=snap.file, small=snap.small)
 
     def _next_fresh(self) -> Camera | None:
         """The camera whose waiting hyperframe is oldest, so no camera starves another."""

@@ -31,9 +31,9 @@ What a sink receives, and when (the runtime's side of the contract):
   depth...), read from any thread; ``RunInfo.statuses()`` gives every sink's, keyed by the
   sink's ``name`` attribute, to other sinks (the HTTP sink exports MQTT's as metrics).
 
-Planned, not built (issue 11, snapshots): a start event will carry ``snapshot`` (a JPEG file
-name in the state directory, written by the runtime before any sink sees the event) and the
-runtime will offer ``RunInfo.latest_frame(camera)``; sinks will read both, never frame buffers.
+Snapshots (``--snapshots``): a start event carries ``snapshot`` (the JPEG's file name, written
+by the runtime before any sink sees the event) and ``small`` (a small JPEG, bytes); sinks never
+see frame buffers. ``RunInfo.snapshots`` is the store, for serving the files.
 
 Nothing here imports a network library: a section's ``create`` imports its sink's module, so a
 run without MQTT never loads paho.
@@ -60,6 +60,7 @@ class RunInfo:
     health: Health  # a sink with a loop of its own registers its heartbeat here
     camera_labels: Mapping[str, tuple[str, ...]] | None = None  # per camera; None: ``labels``
     statuses: Callable[[], dict[str, dict]] = dict  # every sink's status(), by its name
+    snapshots: Any = None  # with --snapshots: the SnapshotStore (``.path(name)``), else None
 
     def labels_of(self, camera: str) -> tuple[str, ...]:
         """The alert classes a camera can raise."""

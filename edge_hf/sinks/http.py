@@ -1,7 +1,8 @@
 """``--http [HOST:]PORT``: a small HTTP server on its own thread (loopback unless an address is
 given): ``/metrics`` (Prometheus, see ``http_metrics``), ``/healthz`` (200, or 503 when a camera
 has stalled or a loop has stopped), ``/api/events`` (recent events, newest first, JSON),
-``/api/status`` (cameras, their rates and open alerts, health, the sinks' status) and ``/``, a
+``/api/status`` (cameras, their rates and open alerts, health, the sinks' status),
+``/snapshots/<file>`` (with ``--snapshots``) and ``/``, a
 status page (``assets/status.html``: plain HTML, CSS and a little script reading the two APIs;
 no build step, no external assets).
 
@@ -146,6 +147,10 @@ class HttpSink:
             "sinks": self.run.statuses(),
         }
 
+    def snapshot(self, name: str) -> Path | None:
+        store = self.run.snapshots
+        return None if store is None else store.path(name)
+
     def metrics(self) -> bytes:
         from prometheus_client import generate_latest
 
@@ -171,6 +176,12 @@ def _handler(sink: HttpSink) -> type[BaseHTTPRequestHandler]:
                 self._json(200, sink.events())
             elif path == "/api/status":
                 self._json(200, sink.status_page())
+            elif path.startswith("/snapshots/"):
+                file = sink.snapshot(path.removeprefix("/snapshots/"))
+                if file is None:
+                    self._json(404, {"error": "no such snapshot"})
+                else:
+                    self._send(200, "image/jpeg", file.read_bytes())
             elif path in ("/", "/index.html"):
                 self._send(200, "text/html; charset=utf-8", PAGE.read_bytes())
             else:

@@ -4,7 +4,8 @@
 Per camera one device, with a ``binary_sensor`` per alert class (``device_class: safety``; its
 state is the retained ``<prefix>/<camera>/<label>`` topic, ``ON`` at an alert's start and ``OFF``
 at its end, so it clears by itself) and two diagnostic sensors read from ``<prefix>/stats``:
-the camera's fps and the inference p50 in ms. Every entity is available while
+the camera's fps and the inference p50 in ms; with snapshots, an ``image`` entity per alert
+class showing its latest alert's snapshot (Home Assistant 2023.7 and later). Every entity is available while
 ``<prefix>/available`` says ``online``; ``stopped`` (a clean stop) and ``offline`` (the last
 will) both read as unavailable, through the availability ``value_template``.
 
@@ -60,8 +61,11 @@ def _device(node: str, camera: str) -> dict:
     }
 
 
-def configs(discovery: str, prefix: str, cameras, labels_of) -> list[tuple[str, str]]:
-    """(topic, JSON payload) of every entity: ``labels_of(camera)`` gives its alert classes."""
+def configs(
+    discovery: str, prefix: str, cameras, labels_of, snapshots: bool = False
+) -> list[tuple[str, str]]:
+    """(topic, JSON payload) of every entity: ``labels_of(camera)`` gives its alert classes;
+    with ``snapshots`` an ``image`` entity per class shows its latest alert's snapshot."""
     node = node_id(prefix)
     _check_distinct(cameras)
     out = []
@@ -81,6 +85,16 @@ def configs(discovery: str, prefix: str, cameras, labels_of) -> list[tuple[str, 
                 **common,
             }
             out.append((f"{discovery}/binary_sensor/{node}/{obj}/config", entity))
+            if snapshots:
+                image = {
+                    "name": f"{label} snapshot",
+                    "unique_id": f"{node}_{obj}_snapshot",
+                    "object_id": f"{obj}_snapshot",
+                    "image_topic": f"{prefix}/{cam}/{label}/snapshot",
+                    "content_type": "image/jpeg",
+                    **common,
+                }
+                out.append((f"{discovery}/image/{node}/{obj}_snapshot/config", image))
         stats = {
             "fps": ("camera fps", f"value_json.cameras[{cam_q}].fps", "fps"),
             "inference_ms": ("inference ms (p50)", "value_json.inference.p50_ms", "ms"),

@@ -6,6 +6,8 @@ Topics under the prefix (``edge-hf`` unless the URL names one):
   last will, after a crash or a cut cable. Retained.
 - ``<prefix>/events``           one JSON object per alert start/end, QoS 1, not retained.
 - ``<prefix>/<camera>/<label>`` ``ON`` / ``OFF``, retained (Home Assistant binary sensors).
+- ``<prefix>/<camera>/<label>/snapshot``  with ``--snapshots``: the small JPEG of the latest
+  alert, retained, published before its event.
 - ``<prefix>/stats``            JSON every ``stats_interval`` seconds, QoS 0.
 - ``homeassistant/…/config``    with ``discovery``: Home Assistant entities (``discovery.py``),
   sent on every connect and whenever ``homeassistant/status`` says ``online``.
@@ -78,6 +80,8 @@ class MqttSink:
         self._lock = threading.Lock()
         self._states: dict[tuple[str, str], str] = {}
         self._dirty: set[tuple[str, str]] = set()
+        self._snapshots: dict[tuple[str, str], bytes] = {}  # the latest small JPEG per state
+        self._dirty_snapshots: set[tuple[str, str]] = set()
         self._thread: threading.Thread | None = None
         self._next_stats = 0.0
 
@@ -95,7 +99,9 @@ class MqttSink:
         listen = None
         if self.opts.discovery:
             where = self.opts.discovery_prefix
-            self._configs = discovery.configs(where, self.opts.prefix, run.cameras, run.labels_of)
+            self._configs = discovery.configs(
+                where, self.opts.prefix, run.cameras, run.labels_of, run.snapshots is not None
+            )
             listen = (f"{where}/{discovery.STATUS}", self._on_ha_status)
         ctx = tls_context(self.opts.tls) if self.opts.tls else None
         if self.opts.tls and self.opts.tls.insecure:
@@ -145,6 +151,10 @@ class MqttSink:
             )
 
     def emit(self, event: Event) -> None:
+        if event.kind == "start" and event.small is not None:
+            with self._lock:  # before the event is spooled: the worker publishes it first
+                self._snapshots[(event.camera, event.label)] = event.small
+                self._dirty_snapshots.add((event.camera, event.label))
         payload = json.dumps(event.to_dict(), separators=(",", ":")).encode()
         self.spool.put(self.t_events, payload)  # the disk refused: it waits in memory, in order
         key = (event.camera, event.label)
@@ -252,6 +262,7 @@ class MqttSink:
         if self._discover:
             self._discover = False
             self._publish_configs()
+        self._publish_snapshots()
         self._publish_states()
         self._publish_spooled()
         if stats and time.monotonic() >= self._next_stats:
@@ -265,11 +276,22 @@ class MqttSink:
         self.link.publish(self.t_available, "online", qos=1, retain=True)
         with self._lock:
             self._dirty.update(self._states)
+            self._dirty_snapshots.update(self._snapshots)
         self._cursor = 0
 
     def _publish_configs(self) -> None:
         for topic, payload in self._configs:
             self.link.publish(topic, payload, qos=1, retain=True)
+
+    def _publish_snapshots(self) -> None:
+        """``<prefix>/<camera>/<label>/snapshot``: the small JPEG of the latest alert, retained,
+        published before the event that names it (same connection, same order)."""
+        with self._lock:
+            changed = [(k, self._snapshots[k]) for k in sorted(self._dirty_snapshots)]
+            self._dirty_snapshots.clear()
+        p = self.opts.prefix
+        for (camera, label), jpeg in changed:
+            self.link.publish(f"{p}/{camera}/{label}/snapshot", jpeg, qos=1, retain=True)
 
     def _publish_states(self) -> None:
         with self._lock:
@@ -285,6 +307,7 @@ class MqttSink:
             rows = self.spool.pending(self._cursor, room)
             if not rows:
                 return
+            self._publish_snapshots()  # emit() stores one before spooling its event: first
             busy = set(self._inflight.values())  # paho resends those itself
             for row in rows:
                 self._cursor = row.id
