@@ -1,6 +1,7 @@
 """The status page in a real headless Chromium: ``edge-hf run --http`` on a synthetic camera that
 falls every second or so; the page, rendered by the browser from ``/api/status`` and
-``/api/events``, must show the camera and a fall alert, and its screenshot must not be blank.
+``/api/events``, must show the camera and a fall alert with its snapshot, and its screenshot
+must not be blank.
 
     EDGE_HF_SCREENSHOT=docs/status-page.png .venv/bin/python -m pytest tests/test_status_page.py
 
@@ -46,7 +47,8 @@ def events(port: int) -> list[dict]:
 
 def test_the_status_page_shows_cameras_and_alerts_in_a_real_browser(tmp_path: Path):
     port = free_port()
-    args = ("run", "--camera", "synth://demo", "--fast", "--cooldown", "0", "--http", str(port))
+    args = ("run", "--camera", "synth://demo", "--fast", "--cooldown", "0", "--http", str(port),
+            "--snapshots", "--state-dir", str(tmp_path / "state"))  # fmt: skip
     with EdgeHF(tmp_path, *args) as run:
         assert wait_until(lambda: any(e["event"] == "start" for e in events(port)), 60), (
             run.stderr()
@@ -55,11 +57,12 @@ def test_the_status_page_shows_cameras_and_alerts_in_a_real_browser(tmp_path: Pa
         dom = chromium(tmp_path, url, "--dump-dom")
         assert '<tr class="camera"><td>demo</td>' in dom, dom[-3000:]
         assert '<li class="alert-start">' in dom and " demo  fall  start " in dom
+        assert '<img src="/snapshots/demo-fall-' in dom  # the alert's snapshot, shown
         shot = tmp_path / "status.png"
-        chromium(tmp_path, url, "--window-size=1000,640", f"--screenshot={shot}")
+        chromium(tmp_path, url, "--window-size=1000,760", f"--screenshot={shot}")
         assert run.signal(15) == 0
     image = cv2.imread(str(shot))
-    assert image is not None and image.shape[:2] == (640, 1000)
+    assert image is not None and image.shape[:2] == (760, 1000)
     assert image.std() > 10  # text, tables and colours, not one flat colour
     red = (image[:, :, 2] > 150) & (image[:, :, 1] < 80) & (image[:, :, 0] < 80)
     assert red.sum() > 50  # the red edge of an alert's line
