@@ -230,6 +230,7 @@ class Runtime:
             health=self.health,
             statuses=lambda: statuses(self.sinks),
             snapshots=self.snapshots,
+            latest_frame=self.latest_frame,
         )
         started: list[Sink] = []
         try:
@@ -242,6 +243,14 @@ class Runtime:
             for c in self.cameras:
                 c.source.release()
             raise
+
+    def latest_frame(self, camera: str) -> np.ndarray | None:
+        """A copy of camera ``camera``'s newest decoded frame (None: no such camera or no frame
+        yet); any thread. For the status page: made only when someone asks."""
+        for c in self.cameras:
+            if c.source.name == camera:
+                return c.capture.snapshot()
+        return None
 
     def _first_frame_in(self) -> bool:
         return any(c.capture.stats.grabbed for c in self.cameras)

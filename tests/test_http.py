@@ -11,6 +11,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+import cv2
+import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -41,7 +43,10 @@ class FakeRuntime:
 
     def info(self) -> RunInfo:
         statuses = lambda: {"mqtt": self.mqtt} if self.mqtt else {}  # noqa: E731
-        return RunInfo(("porch",), ("fall",), self.counters, self.health, statuses=statuses)
+        frame = np.full((720, 1280, 3), 200, np.uint8)
+        latest = lambda camera: frame.copy() if camera == "porch" else None  # noqa: E731
+        return RunInfo(("porch",), ("fall",), self.counters, self.health, statuses=statuses,
+                       latest_frame=latest)  # fmt: skip
 
 
 def get(port: int, path: str) -> tuple[int, str]:
@@ -196,3 +201,12 @@ def test_healthz_flips_when_a_real_network_camera_freezes_and_back(tmp_path: Pat
             cam.start()
             assert wait_until(lambda: get(port, "/healthz")[0] == 200, 30), proc.stderr()
             assert proc.signal(15) == 0
+
+
+def test_api_frame_is_the_newest_frame_as_a_small_jpeg_made_on_request(served):
+    _, _, port = served
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/frame/porch", timeout=5) as r:
+        assert r.headers["Content-Type"] == "image/jpeg"
+        image = cv2.imdecode(np.frombuffer(r.read(), np.uint8), cv2.IMREAD_COLOR)
+    assert image.shape == (360, 640, 3) and abs(float(image.mean()) - 200) < 2
+    assert get(port, "/api/frame/yard")[0] == 404

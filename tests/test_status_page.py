@@ -58,11 +58,12 @@ def test_the_status_page_shows_cameras_and_alerts_in_a_real_browser(tmp_path: Pa
         assert '<tr class="camera"><td>demo</td>' in dom, dom[-3000:]
         assert '<li class="alert-start">' in dom and " demo  fall  start " in dom
         assert '<img src="/snapshots/demo-fall-' in dom  # the alert's snapshot, shown
+        assert '<img class="frame" alt="demo" src="/api/frame/demo?t=' in dom
         shot = tmp_path / "status.png"
-        chromium(tmp_path, url, "--window-size=1000,760", f"--screenshot={shot}")
+        chromium(tmp_path, url, "--window-size=1000,1000", f"--screenshot={shot}")
         assert run.signal(15) == 0
     image = cv2.imread(str(shot))
-    assert image is not None and image.shape[:2] == (760, 1000)
+    assert image is not None and image.shape[:2] == (1000, 1000)
     assert image.std() > 10  # text, tables and colours, not one flat colour
     red = (image[:, :, 2] > 150) & (image[:, :, 1] < 80) & (image[:, :, 0] < 80)
     assert red.sum() > 50  # the red edge of an alert's line

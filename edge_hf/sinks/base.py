@@ -33,7 +33,9 @@ What a sink receives, and when (the runtime's side of the contract):
 
 Snapshots (``--snapshots``): a start event carries ``snapshot`` (the JPEG's file name, written
 by the runtime before any sink sees the event) and ``small`` (a small JPEG, bytes); sinks never
-see frame buffers. ``RunInfo.snapshots`` is the store, for serving the files.
+see frame buffers. ``RunInfo.snapshots`` is the store, for serving the files, and
+``RunInfo.latest_frame(camera)`` a copy of a camera's newest frame, made when called (the
+status page's preview; None before the first frame).
 
 Nothing here imports a network library: a section's ``create`` imports its sink's module, so a
 run without MQTT never loads paho.
@@ -61,6 +63,7 @@ class RunInfo:
     camera_labels: Mapping[str, tuple[str, ...]] | None = None  # per camera; None: ``labels``
     statuses: Callable[[], dict[str, dict]] = dict  # every sink's status(), by its name
     snapshots: Any = None  # with --snapshots: the SnapshotStore (``.path(name)``), else None
+    latest_frame: Callable[[str], Any] = lambda camera: None  # a copy of its newest frame (BGR)
 
     def labels_of(self, camera: str) -> tuple[str, ...]:
         """The alert classes a camera can raise."""

@@ -2,7 +2,8 @@
 given): ``/metrics`` (Prometheus, see ``http_metrics``), ``/healthz`` (200, or 503 when a camera
 has stalled or a loop has stopped), ``/api/events`` (recent events, newest first, JSON),
 ``/api/status`` (cameras, their rates and open alerts, health, the sinks' status),
-``/snapshots/<file>`` (with ``--snapshots``) and ``/``, a
+``/api/frame/<camera>`` (its newest frame, a JPEG made on request), ``/snapshots/<file>``
+(with ``--snapshots``) and ``/``, a
 status page (``assets/status.html``: plain HTML, CSS and a little script reading the two APIs;
 no build step, no external assets).
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from edge_hf._values import Option
 from edge_hf.alerts import Event
@@ -32,6 +34,7 @@ log = logging.getLogger("edge_hf.http")
 RECENT = 100  # events kept for /api/events
 STALE_AFTER = 10.0  # seconds without a heartbeat before /healthz calls a loop stopped
 REQUEST_TIMEOUT = 5.0  # seconds a client may take to send its request
+PREVIEW_HEIGHT = 360  # pixels: the status page's latest frames
 PAGE = Path(__file__).resolve().parent.parent / "assets" / "status.html"
 
 
@@ -147,6 +150,20 @@ class HttpSink:
             "sinks": self.run.statuses(),
         }
 
+    def frame(self, camera: str) -> bytes | None:
+        """The camera's newest frame as a JPEG (height <= PREVIEW_HEIGHT), made now."""
+        image = self.run.latest_frame(camera)
+        if image is None:
+            return None
+        import cv2
+
+        h, w = image.shape[:2]
+        if h > PREVIEW_HEIGHT:
+            size = (max(1, round(w * PREVIEW_HEIGHT / h)), PREVIEW_HEIGHT)
+            image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+        ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 80])
+        return buf.tobytes() if ok else None
+
     def snapshot(self, name: str) -> Path | None:
         store = self.run.snapshots
         return None if store is None else store.path(name)
@@ -176,6 +193,12 @@ def _handler(sink: HttpSink) -> type[BaseHTTPRequestHandler]:
                 self._json(200, sink.events())
             elif path == "/api/status":
                 self._json(200, sink.status_page())
+            elif path.startswith("/api/frame/"):
+                jpeg = sink.frame(unquote(path.removeprefix("/api/frame/")))
+                if jpeg is None:
+                    self._json(404, {"error": "no such camera, or no frame yet"})
+                else:
+                    self._send(200, "image/jpeg", jpeg)
             elif path.startswith("/snapshots/"):
                 file = sink.snapshot(path.removeprefix("/snapshots/"))
                 if file is None:
