@@ -6,6 +6,7 @@ raises UsageError. Every number has bounds (``Number``)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,20 @@ from typing import Any
 from edge_hf.errors import UsageError
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its key in the config file, its flag, its check and default. The core
+    settings are listed in :mod:`edge_hf.config`; each sink declares its own (``SinkSection``)."""
+
+    key: str  # path in the config file
+    flag: str | None  # None: config file only
+    check: Callable[[Any, str], Any]
+    default: Any = None
+    help: str = ""
+    action: str = "value"  # "value" | "append" | "bool"
+    metavar: str | None = None
 
 
 def _fail(where: str, expected: str, value: Any) -> UsageError:

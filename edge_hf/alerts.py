@@ -9,7 +9,7 @@ clears an alert). After an end, the class stays quiet for ``cooldown`` seconds o
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -42,9 +42,11 @@ class Event:
     peak: float  # the highest score of the event so far
     frame: int  # source frame index of the newest frame of that hyperframe
     time: float  # Unix time that frame was grabbed
+    snapshot: str | None = None  # with --snapshots: the JPEG's file name (edge_hf.snapshots)
+    small: bytes | None = field(default=None, repr=False, compare=False)  # its small JPEG
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "event": self.kind,
             "id": self.id,
             "camera": self.camera,
@@ -56,6 +58,9 @@ class Event:
             .isoformat(timespec="milliseconds")
             .replace("+00:00", "Z"),
         }
+        if self.snapshot is not None:
+            out["snapshot"] = {"file": self.snapshot, "url": f"/snapshots/{self.snapshot}"}
+        return out
 
 
 _NONE: tuple[Event, ...] = ()

@@ -108,6 +108,8 @@ class Capture(threading.Thread):
         self.error: SourceError | None = None  # why a non-live source gave up
         self.done = threading.Event()
         self._opened = opened  # the source was opened by the caller already
+        self._last: np.ndarray | None = None  # the newest decoded frame (the source's buffer)
+        self._decoding = threading.Lock()  # held while the source decodes into that buffer
         self._down_since: float | None = None  # time.monotonic() the current outage began
         self._attempts = 0  # failed opens and reads in the current outage
         self._flowing_since = 0.0  # time.monotonic() of the first frame since the last open
@@ -198,6 +200,12 @@ class Capture(threading.Thread):
             )
         self._down_since, self._attempts = None, 0
 
+    def snapshot(self) -> np.ndarray | None:
+        """A copy of the newest decoded frame at full resolution (None before the first): the
+        only copy of a frame that capture makes, and only when asked (at an alert's start)."""
+        with self._decoding:
+            return None if self._last is None else self._last.copy()
+
     def _wait(self, seconds: float) -> None:
         """Back off, still beating: waiting on purpose is not being stuck."""
         deadline = time.monotonic() + seconds
@@ -223,7 +231,8 @@ class Capture(threading.Thread):
                 self._came_back(now)
             st.grabbed += 1
             if sm.is_needed(i):
-                frame = src.retrieve()
+                with self._decoding:
+                    frame = self._last = src.retrieve()
                 if frame is None:
                     return "undecodable"
                 resize_into(frame, sm.slot(i), interp)

@@ -1,4 +1,5 @@
-"""The ``edge-hf`` command: ``run``, ``check-config``, ``info``. Our errors become one line on
+"""The ``edge-hf`` command: ``run``, ``check-config``, ``info``, and the commands sinks bring
+(``mqtt-cleanup``; ``edge_hf.sinks.base.Command``). Our errors become one line on
 stderr and a documented exit code:
 
 0 ok (end of a file, or stopped by SIGINT/SIGTERM) · 1 a bug (traceback) · 2 bad usage or
@@ -53,6 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     _log_level_flag(check, argparse.SUPPRESS)
     check.set_defaults(func=cmd_check_config)
 
+    from edge_hf.sinks import SINKS
+
+    for section in SINKS:
+        for command in section.commands:
+            c = sub.add_parser(command.name, help=command.help, description=command.help)
+            c.add_argument("--config", type=Path, metavar="FILE", help="a TOML config file")
+            config.add_flags(c)
+            _log_level_flag(c, argparse.SUPPRESS)
+            c.set_defaults(func=_sink_command(section, command))
+
     info = sub.add_parser("info", help="print a model's spec, inputs and outputs")
     info.add_argument("model", type=Path)
     info.add_argument("--backend", default="auto")
@@ -86,14 +97,11 @@ def _settings(args: argparse.Namespace, file: Path | None):
 def cmd_run(args: argparse.Namespace) -> int:
     from edge_hf.notify import Notifier
     from edge_hf.runtime import Runtime
-    from edge_hf.sinks import Sink, StdoutSink
+    from edge_hf.sinks import SINKS, Sink
 
     settings = _settings(args, args.config)
-    sinks: list[Sink] = [StdoutSink()]
-    if settings.mqtt is not None:
-        from edge_hf.sinks.mqtt import MqttSink
-
-        sinks.insert(0, MqttSink(settings.mqtt))  # first: an alert is on disk before anywhere else
+    sections = {s.name: s for s in SINKS}
+    sinks: list[Sink] = [sections[name].create(opts) for name, opts in settings.sinks]
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -101,12 +109,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     return runtime.run()
 
 
+def _sink_command(section, command):
+    """``edge-hf NAME``: the run's flags and config file (cameras optional) -> the sink's
+    options -> ``command.run``."""
+
+    def run(args: argparse.Namespace) -> int:
+        from edge_hf import config
+
+        values = config.resolve(args, args.config, need_cameras=False)
+        if args.log_level is None:
+            logging.getLogger().setLevel(values["log_level"].upper())
+        return command.run(section.settings(values))
+
+    return run
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Everything ``run --config FILE`` would check before its first frame, without cameras
     being opened or a broker contacted; prints the resolved settings (no password)."""
     from edge_hf.backends import load_backend
     from edge_hf.runtime import alert_policy, camera_args
-    from edge_hf.sinks.mqtt_options import tls_context
+    from edge_hf.sinks import SINKS
     from edge_hf.sources import open_source
 
     settings = _settings(args, args.file)
@@ -118,8 +141,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             log.warning("%s", e)
     backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
     alert_policy(backend.spec, cfg)
-    if settings.mqtt is not None and settings.mqtt.tls is not None:
-        tls_context(settings.mqtt.tls)
+    sections = {s.name: s for s in SINKS}
+    for name, opts in settings.sinks:
+        sections[name].check(opts)
     print(json.dumps(_describe(settings), indent=2, default=str))
     print(f"edge-hf: {args.file}: ok", file=sys.stderr)
     return 0
@@ -129,13 +153,16 @@ def _describe(settings) -> dict:
     from dataclasses import asdict
 
     from edge_hf.redact import mask_url
+    from edge_hf.sinks import SINKS
 
     out = {"log_level": settings.log_level, "run": asdict(settings.run)}
     out["run"]["cameras"] = [mask_url(c) for c in settings.run.cameras]
     out["run"]["camera_passwords"] = ["set" if p else None for p in settings.run.camera_passwords]
-    if settings.mqtt is not None:
-        m = settings.mqtt
-        out["mqtt"] = {**asdict(m), "url": m.display, "password": "set" if m.password else None}
+    sections = {s.name: s for s in SINKS}
+    for name, opts in settings.sinks:
+        shown = sections[name].describe(opts)
+        if shown is not None:
+            out[name] = shown
     return out
 
 

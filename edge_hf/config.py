@@ -9,9 +9,10 @@ frozen data (``Settings``), checked once here and passed inward.
     [model]   path, backend, providers, threads, every, hz
     [alerts]  thresholds = { fall = 0.8 }  (--threshold adds to / overrides these), k_of_n, cooldown
     [capture] fast, loop, stall_timeout, open_timeout, password_dir
-    [mqtt]    url, password_file, ca, cert, key, tls_insecure, client_id, stats_interval,
-              reconnect_max
-    [spool]   dir, max_rows, max_bytes
+    [mqtt]    url, password_file, ... ; [spool] dir, ...   (declared by the MQTT sink)
+
+The core options are listed here; every sink in ``edge_hf.sinks.SINKS`` declares its own
+(``SinkSection.options``), checked the same way, and turns them into its options object.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ except ModuleNotFoundError:  # Python 3.10
 from edge_hf._values import (  # noqa: F401  (the checks are part of this module's interface)
     MAX_EVERY,
     Number,
+    Option,
     _fail,
     boolean,
     cameras,
@@ -55,15 +56,7 @@ from edge_hf._values import (  # noqa: F401  (the checks are part of this module
 from edge_hf.credentials import camera_password, env_name, password_on_command_line
 from edge_hf.errors import UsageError
 from edge_hf.redact import mask_url
-from edge_hf.sinks.mqtt_options import (
-    MqttOptions,
-    TlsFiles,
-    default_client_id,
-    default_state_dir,
-    parse_url,
-    read_password,
-)
-from edge_hf.spool import SpoolLimits
+from edge_hf.sinks import SINKS
 
 if TYPE_CHECKING:
     from edge_hf.runtime import RunConfig
@@ -73,19 +66,8 @@ log = logging.getLogger("edge_hf")
 # --------------------------------------------------------------------------- the table
 
 
-@dataclass(frozen=True)
-class Option:
-    key: str  # path in the config file
-    flag: str | None  # None: config file only
-    check: Callable[[Any, str], Any]
-    default: Any = None
-    help: str = ""
-    action: str = "value"  # "value" | "append" | "bool"
-    metavar: str | None = None
-
-
 # fmt: off
-OPTIONS: tuple[Option, ...] = (
+CORE: tuple[Option, ...] = (
     # key                    flag                   check         default  help                                                               action    metavar
     Option("log_level",      None,                  log_level,    "info",  "debug, info, warning or error"),
     Option("cameras",        "--camera",            cameras,      (),      "/dev/videoN, an index, rtsp://…, http://…, a video file or synth://NAME; repeatable", "append", "[NAME=]SRC"),
@@ -103,20 +85,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("capture.stall_timeout", "--stall-timeout", stall_timeout, 10.0,    "reopen a source after this many seconds without a frame"),
     Option("capture.password_dir", "--camera-password-dir", path, None, "network cameras: read camera NAME's password from DIR/camera-NAME-password (else $EDGE_HF_CAMERA_PASSWORD_NAME, else the systemd credential camera-NAME-password)", metavar="DIR"),
     Option("capture.open_timeout", "--open-timeout", open_timeout, 10.0,    "network cameras: seconds to wait for a connection"),
-    Option("mqtt.url",       "--mqtt",              text,         None,    "publish alerts to mqtt://[user@]host[:port][/prefix] (mqtts:// for TLS)", metavar="URL"),
-    Option("mqtt.password_file", "--mqtt-password-file", path,    None,    "read the MQTT password from this file (else $EDGE_HF_MQTT_PASSWORD, else the systemd credential mqtt-password)"),
-    Option("mqtt.ca",        "--mqtt-ca",           path,         None,    "mqtts: CA bundle (PEM) to trust instead of the system's"),
-    Option("mqtt.cert",      "--mqtt-cert",         path,         None,    "mqtts: client certificate (PEM)"),
-    Option("mqtt.key",       "--mqtt-key",          path,         None,    "mqtts: client key (PEM), if not in --mqtt-cert"),
-    Option("mqtt.tls_insecure", "--mqtt-tls-insecure", boolean,   False,   "mqtts: do not check the broker's host name (the certificate chain is still verified)", "bool"),
-    Option("mqtt.client_id", "--mqtt-client-id",    text,         None,    "MQTT client id (default: edge-hf-HOSTNAME-PREFIX)"),
-    Option("mqtt.stats_interval", "--stats-interval", stats_interval, 60.0,    "seconds between <prefix>/stats messages"),
-    Option("mqtt.reconnect_max", "--mqtt-reconnect-max", reconnect_max, 30.0,   "longest wait between attempts to reach the broker (from 1 s, doubling)"),
-    Option("spool.dir",      "--state-dir",         path,         None,    "where the alert spool lives (default: $STATE_DIRECTORY, else ~/.local/state/edge-hf)"),
-    Option("spool.max_rows", "--spool-max-rows",    max_rows,     10_000,  "alerts kept while the broker is unreachable; the oldest go first"),
-    Option("spool.max_bytes", "--spool-max-bytes",  max_bytes,    16 * 1024 * 1024, "bytes of alerts kept while the broker is unreachable"),
+    Option("snapshots.enabled", "--snapshots",     boolean,      False,   "a JPEG of the frame at every alert's start, named in the event (README: Snapshots)", "bool"),
+    Option("snapshots.dir",  "--snapshot-dir",      path,         None,    "where snapshots go (default: the state directory's snapshots/)"),
+    Option("snapshots.max_count", "--snapshot-max-count", max_rows, 200,  "snapshots kept; the oldest go first"),
+    Option("snapshots.max_bytes", "--snapshot-max-bytes", max_bytes, 64 * 1024 * 1024, "bytes of snapshots kept; the oldest go first"),
 )
 # fmt: on
+OPTIONS: tuple[Option, ...] = CORE + tuple(o for sink in SINKS for o in sink.options)
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -190,7 +165,9 @@ def _unknown(file: Path, key: str, choices: list[str]) -> UsageError:
     return UsageError(f"{file}: unknown key {key!r}{hint} (known: {', '.join(sorted(choices))})")
 
 
-def resolve(args: argparse.Namespace, file: Path | None) -> dict[str, Any]:
+def resolve(
+    args: argparse.Namespace, file: Path | None, need_cameras: bool = True
+) -> dict[str, Any]:
     """``{"section.key": value}`` for every option: the flag, else the file, else the default."""
     values = load_file(file) if file is not None else {}
     out: dict[str, Any] = {}
@@ -207,7 +184,7 @@ def resolve(args: argparse.Namespace, file: Path | None) -> dict[str, Any]:
         raise UsageError(f"{file}: model.every and model.hz are alternatives; keep one")
     if getattr(args, "model_every", None) is not None:
         out["model.hz"] = None  # --every on the command line beats hz = F in the file
-    if not out["cameras"]:
+    if not out["cameras"] and need_cameras:
         raise UsageError(
             "no camera: give --camera [NAME=]SRC"
             + (f" or a [cameras] table in {file}" if file else " (or --config FILE)")
@@ -231,12 +208,16 @@ def _camera_places(args: argparse.Namespace, raw: Any, file: Path | None, n: int
 @dataclass(frozen=True)
 class Settings:
     run: RunConfig
-    mqtt: MqttOptions | None
+    sinks: tuple[tuple[str, Any], ...]  # (section name, its options) for each sink that is on
     log_level: str
+
+    def sink(self, name: str) -> Any:
+        """The options of sink ``name``, or None when it is off."""
+        return dict(self.sinks).get(name)
 
 
 def build(v: dict[str, Any]) -> Settings:
-    """Typed, frozen settings from resolved values; reads the MQTT password (never shown)."""
+    """Typed, frozen settings from resolved values; sinks may read secrets (never shown)."""
     from edge_hf.backends import BackendOptions  # the runtime's imports (OpenCV, onnxruntime)
     from edge_hf.runtime import DEMO_MODEL, RunConfig  # are only paid for by commands that
     from edge_hf.sources import SourceOptions  # run something
@@ -263,8 +244,10 @@ def build(v: dict[str, Any]) -> Settings:
         cooldown=v["alerts.cooldown"],
         source_opts=src,
         stall_timeout=v["capture.stall_timeout"],
+        snapshots=_snapshots(v),
     )
-    return Settings(run, _mqtt(v), v["log_level"])
+    sinks = tuple((s.name, opts) for s in SINKS if (opts := s.settings(v)) is not None)
+    return Settings(run, sinks, v["log_level"])
 
 
 def _camera_passwords(
@@ -286,32 +269,11 @@ def _camera_passwords(
     return tuple(out)
 
 
-def _mqtt(v: dict[str, Any]) -> MqttOptions | None:
-    tls_keys = ("mqtt.ca", "mqtt.cert", "mqtt.key", "mqtt.tls_insecure")
-    if v["mqtt.url"] is None:
-        given = [k for k in (*tls_keys, "mqtt.password_file") if v[k]]
-        if given:
-            flag = next(o.flag for o in OPTIONS if o.key == given[0])
-            raise UsageError(f"{flag} ({given[0]}) is set but there is no broker; add --mqtt URL")
+def _snapshots(v: dict[str, Any]):
+    from edge_hf.sinks.mqtt.options import default_state_dir
+    from edge_hf.snapshots import SnapshotOptions
+
+    if not v["snapshots.enabled"]:
         return None
-    url = parse_url(v["mqtt.url"])
-    if not url.tls and any(v[k] for k in tls_keys):
-        raise UsageError(f"{mask_url(v['mqtt.url'])}: TLS options need an mqtts:// URL")
-    tls = (
-        TlsFiles(v["mqtt.ca"], v["mqtt.cert"], v["mqtt.key"], v["mqtt.tls_insecure"])
-        if url.tls
-        else None
-    )
-    return MqttOptions(
-        host=url.host,
-        port=url.port,
-        prefix=url.prefix,
-        username=url.username,
-        password=read_password(url.username, v["mqtt.password_file"]),
-        tls=tls,
-        client_id=v["mqtt.client_id"] or default_client_id(url.prefix),
-        stats_interval=v["mqtt.stats_interval"],
-        reconnect_max=v["mqtt.reconnect_max"],
-        state_dir=v["spool.dir"] or default_state_dir(),
-        spool=SpoolLimits(max_rows=v["spool.max_rows"], max_bytes=v["spool.max_bytes"]),
-    )
+    directory = v["snapshots.dir"] or (v["spool.dir"] or default_state_dir()) / "snapshots"
+    return SnapshotOptions(directory, v["snapshots.max_count"], v["snapshots.max_bytes"])

@@ -57,17 +57,27 @@ class CameraCounters:
     dropped: int  # hyperframes replaced before the model took them (it fell behind)
     reconnects: int
     connected: bool  # a frame arrived recently
+    # hyperframes not put through the model, by reason (e.g. "still", "stale", "busy"): for a
+    # runtime that skips some; readers export whatever reasons appear
+    skipped: tuple[tuple[str, int], ...] = ()
+
+
+# upper bounds (seconds) of the inference latency histogram; one more bucket for the rest
+LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 
 @dataclass(frozen=True)
 class Counters:
-    """A snapshot of the runtime's counters; ``RateMeter`` turns two of them into rates."""
+    """A snapshot of the runtime's counters; ``RateMeter`` turns two of them into rates.
+    New fields get defaults, so that readers which do not know them keep working."""
 
     time: float  # time.monotonic()
     cameras: tuple[CameraCounters, ...]
     inferences: int
     p50_ms: float
     p95_ms: float
+    latency_buckets: tuple[int, ...] = ()  # inferences per LATENCY_BUCKETS bucket (+ over)
+    latency_sum: float = 0.0  # seconds, over all inferences
 
 
 class RateMeter:

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import bisect
 import importlib.util
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from edge_hf.alerts import AlertLogic, AlertPolicy
+from edge_hf.alerts import AlertLogic, AlertPolicy, Event
 from edge_hf.backends import Backend, BackendOptions, load_backend
 from edge_hf.capture import Capture, CapturePolicy, Mailbox
 from edge_hf.errors import SourceError, UsageError
-from edge_hf.health import CameraCounters, Counters, Health
+from edge_hf.health import LATENCY_BUCKETS, CameraCounters, Counters, Health
 from edge_hf.notify import Notifier, Watchdog
 from edge_hf.sampler import StrideSampler, hop_from_hz
 from edge_hf.sinks import RunInfo, Sink
+from edge_hf.sinks.base import statuses
+from edge_hf.snapshots import SnapshotOptions, SnapshotStore
 from edge_hf.sources import Source, SourceOptions, open_source
 from edge_hf.spec import HyperframeSpec
 
@@ -45,6 +48,7 @@ class RunConfig:
     cooldown: float = 10.0
     source_opts: SourceOptions = field(default_factory=SourceOptions)
     stall_timeout: float = 10.0
+    snapshots: SnapshotOptions | None = None  # None: no snapshots
 
 
 @dataclass
@@ -58,15 +62,19 @@ class Camera:
 
 
 class InferenceStats:
-    """Latency of the last 1024 inferences, preallocated."""
+    """Latency of the last 1024 inferences, preallocated; and a histogram of all of them."""
 
     def __init__(self) -> None:
         self.ms = np.zeros(1024, np.float64)
         self.count = 0
+        self.buckets = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.total = 0.0  # seconds
 
     def add(self, seconds: float) -> None:
         self.ms[self.count % len(self.ms)] = seconds * 1000.0
         self.count += 1
+        self.buckets[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self.total += seconds
 
     def percentile(self, q: float) -> float:
         n = min(self.count, len(self.ms))
@@ -156,6 +164,7 @@ class Runtime:
         self.probs = np.zeros_like(self.logits)
         self.backend.bind(self.inputs, self.logits)
         self.latency = InferenceStats()
+        self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None
 
     def _camera(self, source: Source, policy: AlertPolicy) -> Camera:
         # Open once here so a bad file fails before anything starts, and --hz knows the fps.
@@ -219,6 +228,9 @@ class Runtime:
             labels=tuple(self.cameras[0].logic.labels),
             counters=self.counters,
             health=self.health,
+            statuses=lambda: statuses(self.sinks),
+            snapshots=self.snapshots,
+            latest_frame=self.latest_frame,
         )
         started: list[Sink] = []
         try:
@@ -231,6 +243,14 @@ class Runtime:
             for c in self.cameras:
                 c.source.release()
             raise
+
+    def latest_frame(self, camera: str) -> np.ndarray | None:
+        """A copy of camera ``camera``'s newest decoded frame (None: no such camera or no frame
+        yet); any thread. For the status page: made only when someone asks."""
+        for c in self.cameras:
+            if c.source.name == camera:
+                return c.capture.snapshot()
+        return None
 
     def _first_frame_in(self) -> bool:
         return any(c.capture.stats.grabbed for c in self.cameras)
@@ -250,7 +270,15 @@ class Runtime:
             for c in self.cameras
         )
         lat = self.latency
-        return Counters(now, cams, lat.count, lat.percentile(50), lat.percentile(95))
+        return Counters(
+            now,
+            cams,
+            lat.count,
+            lat.percentile(50),
+            lat.percentile(95),
+            tuple(lat.buckets),
+            lat.total,
+        )
 
     def _loop(self) -> None:
         while not self.stop.is_set():
@@ -270,8 +298,24 @@ class Runtime:
             cam.processed += 1
             self._activate()
             for ev in cam.logic.update(self.probs[0], frame, t):
+                if ev.kind == "start" and self.snapshots is not None:
+                    ev = self._snapshot(cam, ev)
                 for sink in self.sinks:
                     sink.emit(ev)
+
+    def _snapshot(self, cam: Camera, ev: Event) -> Event:
+        """The event with its snapshot, or as it was when there is no frame or no disk."""
+        image = cam.capture.snapshot()
+        if image is None:
+            return ev
+        try:
+            snap = self.snapshots.save(ev.camera, ev.label, ev.id, ev.time, image)
+        except OSError as e:
+            self.snapshots.failures += 1
+            if self.snapshots.failures in (1, 10, 100, 1000):
+                log.warning("snapshots: cannot write one (%s); the alert goes out without", e)
+            return ev
+        return replace(ev, snapshot=snap.file, small=snap.small)
 
     def _next_fresh(self) -> Camera | None:
         """The camera whose waiting hyperframe is oldest, so no camera starves another."""

@@ -15,6 +15,10 @@ command -v ffmpeg >/dev/null || need+=(ffmpeg)
 command -v openssl >/dev/null || need+=(openssl)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto mosquitto-clients)
 command -v rtsp-server-perl >/dev/null || need+=(rtsp-server-perl)
+# a headless Chromium renders the status page in its test (tests only: `make test`, .ci/run)
+if [[ "$extras" == *dev* ]]; then
+  command -v chromium >/dev/null || need+=(chromium)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need[*]}" >&2

@@ -157,6 +157,7 @@ class Message:
     payload: str
     retain: bool
     at: float  # time.monotonic() on arrival
+    raw: bytes = b""  # the payload as sent (``payload`` is it decoded, for text topics)
 
 
 class Subscriber:
@@ -194,7 +195,8 @@ class Subscriber:
             client.subscribe(self.topic, qos=1)
 
     def _on_message(self, client, userdata, msg) -> None:
-        m = Message(msg.topic, msg.payload.decode(), bool(msg.retain), time.monotonic())
+        text = msg.payload.decode(errors="replace")
+        m = Message(msg.topic, text, bool(msg.retain), time.monotonic(), bytes(msg.payload))
         with self._lock:
             self._messages.append(m)
 

@@ -87,6 +87,9 @@ def test_defaults_without_a_file(tmp_path: Path):
         ("log_level = 'loud'", "log_level: expected one of debug, info, warning, error"),
         ("[spool]\nmax_bytes = 10", "spool.max_bytes: expected a whole number of bytes >= 1024"),
         ("[mqtt\nurl = 1", "not valid TOML: "),
+        ("[http]\nlisen = 9108", "unknown key 'http.lisen'; did you mean 'http.listen'?"),
+        ("[http]\nlisten = 'x:y'", "http.listen: expected [HOST:]PORT with a port from 1 to 65535"),
+        ("[mqtt]\ndiscovery = 'on'", "mqtt.discovery: expected true or false, found 'on'"),
         ("", "no camera: give --camera [NAME=]SRC or a [cameras] table in"),
     ],
 )  # fmt: skip
@@ -247,6 +250,9 @@ GOOD = {
     "mqtt.url": '"mqtt://edge@broker.lan/site"',
     "mqtt.stats_interval": "30",
     "spool.max_rows": "100",
+    "mqtt.discovery": "true",
+    "mqtt.discovery_prefix": '"ha"',
+    "http.listen": '"127.0.0.1:9108"',
 }
 KEY = st.one_of(st.sampled_from(sorted(GOOD)), st.sampled_from([o.key for o in config.OPTIONS]))
 GOOD_ENTRY = st.sampled_from(sorted(GOOD.items()))

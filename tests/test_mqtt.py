@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_hf.spool import Spool
+from edge_hf.sinks.mqtt.spool import Spool
 from tests.broker import Mosquitto, Subscriber, have_mosquitto, have_openssl, make_certs, retained
 from tests.conftest import EdgeHF, run_cli
 from tests.live import free_port, wait_until
@@ -103,7 +103,7 @@ def test_1_events_availability_state_and_stats_arrive_as_documented(tmp_path: Pa
         assert wait_until(lambda: stats_seen() and len(delivered(sub, "site/a/events")) >= 4, 30)
         assert run.signal(signal.SIGTERM) == 0, run.stderr()
         printed = ids(run.events())
-        assert retained(broker.port, "site/a/available") == "offline"
+        assert retained(broker.port, "site/a/available") == "stopped"
         assert retained(broker.port, "site/a/demo/fall") == "OFF"
         assert retained(broker.port, "site/a/events") is None  # events are not retained
 
@@ -122,7 +122,7 @@ def test_1_events_availability_state_and_stats_arrive_as_documented(tmp_path: Pa
     assert "Traceback" not in run.stderr()
 
 
-def test_5_sigterm_leaves_offline_retained_and_exits_0_within_2_s(tmp_path: Path):
+def test_5_sigterm_leaves_stopped_retained_and_exits_0_within_2_s(tmp_path: Path):
     with (
         Mosquitto() as broker,
         Subscriber(broker.port) as sub,
@@ -130,8 +130,9 @@ def test_5_sigterm_leaves_offline_retained_and_exits_0_within_2_s(tmp_path: Path
     ):
         assert wait_until(lambda: sub.payloads("edge-hf/available") == ["online"], 30)
         assert run.signal(signal.SIGTERM, timeout=2.0) == 0  # the requirement: within 2 s
-        assert wait_until(lambda: sub.payloads("edge-hf/available")[-1] == "offline", 5)
-        assert retained(broker.port, "edge-hf/available") == "offline"
+        # three states: "stopped" on a clean stop, "offline" (the last will) otherwise
+        assert wait_until(lambda: sub.payloads("edge-hf/available")[-1] == "stopped", 5)
+        assert retained(broker.port, "edge-hf/available") == "stopped"
         # said by us, then a clean DISCONNECT (the last will is for unclean ends only)
         assert wait_until(lambda: "Client edge-5 disconnected." in broker.log_text(), 5)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from edge_hf.errors import SinkError, UsageError
-from edge_hf.sinks.mqtt_options import (
+from edge_hf.sinks.mqtt.options import (
     MqttOptions,
     MqttUrl,
     TlsFiles,

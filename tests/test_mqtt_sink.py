@@ -22,9 +22,10 @@ from edge_hf.alerts import Event
 from edge_hf.errors import UsageError
 from edge_hf.health import Counters, Health
 from edge_hf.sinks import RunInfo
-from edge_hf.sinks.mqtt import MqttSink, _guarded
-from edge_hf.sinks.mqtt_options import MqttOptions
-from edge_hf.spool import Spool
+from edge_hf.sinks.mqtt.link import guarded as _guarded
+from edge_hf.sinks.mqtt.options import MqttOptions
+from edge_hf.sinks.mqtt.sink import MqttSink
+from edge_hf.sinks.mqtt.spool import Spool
 from tests.broker import Mosquitto, Subscriber, have_mosquitto, retained
 from tests.live import wait_until
 

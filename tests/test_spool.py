@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from edge_hf.errors import SinkError
-from edge_hf.spool import Spool, SpoolLimits
+from edge_hf.sinks.mqtt.spool import Spool, SpoolLimits
 from tests.conftest import ROOT
 
 
@@ -90,7 +90,7 @@ def test_warnings_about_drops_thin_out(tmp_path: Path, caplog):
 
 CHILD = """
 import os, signal, sys
-from edge_hf.spool import Spool
+from edge_hf.sinks.mqtt.spool import Spool
 s = Spool(sys.argv[1])
 for i in range(3):
     s.put("edge-hf/events", b"event %d" % i)

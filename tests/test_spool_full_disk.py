@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_hf.spool import Spool
+from edge_hf.sinks.mqtt.spool import Spool
 from tests.broker import Mosquitto, Subscriber, have_mosquitto
 from tests.conftest import EdgeHF
 from tests.live import wait_until

@@ -1,16 +1,18 @@
-"""One JSON object per line on stdout, flushed per event, for pipes and journald."""
+"""One JSON object per line on stdout, flushed per event, for pipes and journald. Always on."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from edge_hf.alerts import Event
-from edge_hf.sinks.base import RunInfo
+from edge_hf.sinks.base import RunInfo, SinkSection
 
 
 class StdoutSink:
+    name = "stdout"
+
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream or sys.stdout
 
@@ -23,3 +25,10 @@ class StdoutSink:
 
     def close(self) -> None:
         self._stream.flush()
+
+
+def _on(values: dict[str, Any]) -> bool:
+    return True
+
+
+SECTION = SinkSection("stdout", (), _on, lambda _: StdoutSink())

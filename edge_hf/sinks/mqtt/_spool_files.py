@@ -1,5 +1,5 @@
 """The spool's files: the SQLite connection (WAL, bounded), the directory lock, the reserve,
-and their permissions (0600). Plumbing for ``edge_hf.spool``."""
+and their permissions (0600). Plumbing for ``edge_hf.sinks.mqtt.spool``."""
 
 from __future__ import annotations
 

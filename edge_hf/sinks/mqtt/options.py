@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 from edge_hf.errors import SinkError, UsageError
 from edge_hf.paths import file_problem
 from edge_hf.redact import mask_url, printable
-from edge_hf.spool import SpoolLimits
+from edge_hf.sinks.mqtt.spool import SpoolLimits
 
 PASSWORD_ENV = "EDGE_HF_MQTT_PASSWORD"
 CREDENTIAL = "mqtt-password"  # the name under $CREDENTIALS_DIRECTORY
@@ -49,6 +49,8 @@ class MqttOptions:
     reconnect_min: float = 1.0
     reconnect_max: float = 30.0
     state_dir: Path = Path(".")  # holds the spool
+    discovery: bool = False  # publish Home Assistant discovery configs
+    discovery_prefix: str = "homeassistant"  # where Home Assistant listens for them
     spool: SpoolLimits = field(default_factory=SpoolLimits)
 
     @property

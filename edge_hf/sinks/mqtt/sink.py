@@ -1,14 +1,18 @@
-"""MQTT sink: alerts that are never lost, plus availability, state and stats topics.
+"""The MQTT sink's worker: alerts that are never lost, plus availability, state and stats topics.
 
 Topics under the prefix (``edge-hf`` unless the URL names one):
 
-- ``<prefix>/available``        ``online`` / ``offline``, retained; ``offline`` is also the
-  last will, so a crash or a cut cable reads the same as a clean stop.
+- ``<prefix>/available``        ``online``; ``stopped`` after a clean stop; ``offline``, the
+  last will, after a crash or a cut cable. Retained.
 - ``<prefix>/events``           one JSON object per alert start/end, QoS 1, not retained.
 - ``<prefix>/<camera>/<label>`` ``ON`` / ``OFF``, retained (Home Assistant binary sensors).
+- ``<prefix>/<camera>/<label>/snapshot``  with ``--snapshots``: the small JPEG of the latest
+  alert, retained, published before its event.
 - ``<prefix>/stats``            JSON every ``stats_interval`` seconds, QoS 0.
+- ``homeassistant/…/config``    with ``discovery``: Home Assistant entities (``discovery.py``),
+  sent on every connect and whenever ``homeassistant/status`` says ``online``.
 
-Every event is committed to the spool (``edge_hf.spool``) in ``emit`` - on the frame loop's
+Every event is committed to the spool (``edge_hf.sinks.mqtt.spool``) in ``emit`` - on the frame loop's
 thread, which waits for the disk but never for the broker - and deleted when the broker's PUBACK
 for it arrives (paho's ``on_publish`` with its mid). A worker thread does all the publishing:
 on every connect it republishes ``online`` and the states, then walks the spool oldest-first,
@@ -19,53 +23,40 @@ every callback is guarded; the worker survives anything too: a message paho refu
 too long, a spool row of the wrong type) is set aside by the spool, and any other exception is
 logged (rate-limited), counted in the stats, and retried after a backoff - during which the
 worker does not beat its heartbeat, so the watchdog stops vouching for a sink that is stuck.
+
+paho itself is behind ``edge_hf.sinks.mqtt.link`` (the connection, its callbacks and log lines);
+the spool is ``edge_hf.sinks.mqtt.spool``; the settings are ``edge_hf.sinks.mqtt`` (the section).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
 import logging
-import sys
 import threading
 import time
 from collections import deque
 from datetime import datetime, timezone
 
-import paho.mqtt.client as mqtt
-
 from edge_hf.alerts import Event
 from edge_hf.errors import UsageError
 from edge_hf.health import RateMeter
 from edge_hf.sinks.base import RunInfo
-from edge_hf.sinks.mqtt_options import MqttOptions, check_topic_level, tls_context
-from edge_hf.spool import Spool
+from edge_hf.sinks.mqtt import discovery
+from edge_hf.sinks.mqtt.link import Link
+from edge_hf.sinks.mqtt.options import MqttOptions, check_topic_level, tls_context
+from edge_hf.sinks.mqtt.spool import Spool
 
 log = logging.getLogger("edge_hf.mqtt")
 WINDOW = 32  # events in flight (published, not yet acknowledged)
 TICK = 0.5  # the worker's longest sleep: its heartbeat, and how stale a stats time may be
-CLOSE_BUDGET = 1.0  # seconds close() may spend flushing and saying "offline"
+CLOSE_BUDGET = 1.0  # seconds close() may spend flushing and saying "stopped"
 ERROR_BACKOFF_MAX = 30.0  # seconds between retries of a worker step that keeps failing
 MAX_TOPIC = 65535  # bytes: MQTT's limit on a topic name
-_AUTH_CODES = {134, 135}  # Bad user name or password, Not authorized
-
-
-def _guarded(fn):
-    """An exception escaping a paho callback kills paho's network thread without a word (no more
-    reconnects or PUBACKs, ever). Log it as the bug it is, and keep the thread alive."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            fn(*args, **kwargs)
-        except Exception:
-            log.exception("mqtt: bug in %s (carrying on)", fn.__name__)
-
-    return wrapper
 
 
 class MqttSink:
+    name = "mqtt"
+
     def __init__(self, opts: MqttOptions) -> None:
         self.opts = opts
         p = opts.prefix
@@ -75,11 +66,10 @@ class MqttSink:
             f"{p}/stats",
         )
         self.spool: Spool | None = None
-        self.client: mqtt.Client | None = None
-        self.reconnects = 0  # successful connections after the first
-        self.failed_attempts = 0  # since the last successful connection
-        self._ever_connected = False
-        self._connected = self._fresh = self._closing = False
+        self.link: Link | None = None
+        self._fresh = False  # connected again: announce before anything else
+        self._discover = False  # Home Assistant asked for the discovery configs again
+        self._configs: list[tuple[str, str]] = []  # Home Assistant discovery (topic, payload)
         self._wake, self._stop = threading.Event(), threading.Event()
         self._acks: deque[int] = deque()  # mids from on_publish, drained by the worker
         self._inflight: dict[int, int] = {}  # mid -> spool id; worker thread only
@@ -90,6 +80,8 @@ class MqttSink:
         self._lock = threading.Lock()
         self._states: dict[tuple[str, str], str] = {}
         self._dirty: set[tuple[str, str]] = set()
+        self._snapshots: dict[tuple[str, str], bytes] = {}  # the latest small JPEG per state
+        self._dirty_snapshots: set[tuple[str, str]] = set()
         self._thread: threading.Thread | None = None
         self._next_stats = 0.0
 
@@ -104,6 +96,13 @@ class MqttSink:
         for label in run.labels:
             check_topic_level(label, "alert class")
         self._check_topic_length(run)
+        listen = None
+        if self.opts.discovery:
+            where = self.opts.discovery_prefix
+            self._configs = discovery.configs(
+                where, self.opts.prefix, run.cameras, run.labels_of, run.snapshots is not None
+            )
+            listen = (f"{where}/{discovery.STATUS}", self._on_ha_status)
         ctx = tls_context(self.opts.tls) if self.opts.tls else None
         if self.opts.tls and self.opts.tls.insecure:
             log.warning(
@@ -121,15 +120,23 @@ class MqttSink:
         self._next_stats = time.monotonic() + self.opts.stats_interval
         with self._lock:
             for cam in run.cameras:
-                for label in run.labels:
+                for label in run.labels_of(cam):
                     self._states[(cam, label)] = "OFF"  # a killed run may have left ON behind
         self.heartbeat = run.health.loop("mqtt sink")
-        self.client = self._client(ctx)
+        self.link = Link(
+            self.opts,
+            ctx,
+            will=(self.t_available, "offline"),
+            window=WINDOW,
+            on_up=self._on_up,
+            on_ack=self._on_ack,
+            waiting=lambda: self.spool.depth,
+            listen=listen,
+        )
         log.info(
             "mqtt: %s as %s; spool %s", self.opts.display, self.opts.client_id, self.spool.path
         )
-        self.client.connect_async(self.opts.host, self.opts.port, self.opts.keepalive)
-        self.client.loop_start()
+        self.link.start()
         self._thread = threading.Thread(target=self._work, name="mqtt-sink", daemon=True)
         self._thread.start()
 
@@ -144,6 +151,10 @@ class MqttSink:
             )
 
     def emit(self, event: Event) -> None:
+        if event.kind == "start" and event.small is not None:
+            with self._lock:  # before the event is spooled: the worker publishes it first
+                self._snapshots[(event.camera, event.label)] = event.small
+                self._dirty_snapshots.add((event.camera, event.label))
         payload = json.dumps(event.to_dict(), separators=(",", ":")).encode()
         self.spool.put(self.t_events, payload)  # the disk refused: it waits in memory, in order
         key = (event.camera, event.label)
@@ -154,13 +165,13 @@ class MqttSink:
 
     def close(self) -> None:
         """Stop the worker, flush what the broker will take within ``CLOSE_BUDGET``, publish
-        ``offline`` (retained) and disconnect. Whatever is not acknowledged stays spooled."""
-        if self.client is None:  # never started, or start() failed part-way
+        ``stopped`` (retained) and disconnect. Whatever is not acknowledged stays spooled."""
+        if self.link is None:  # never started, or start() failed part-way
             if self.spool is not None:
                 self.spool.close()
             return
         deadline = time.monotonic() + CLOSE_BUDGET
-        self._closing = True
+        self.link.closing = True
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
@@ -174,101 +185,32 @@ class MqttSink:
                 break
             time.sleep(0.01)
         if self._connected:
-            info = self.client.publish(self.t_available, "offline", qos=1, retain=True)
-            with contextlib.suppress(RuntimeError, ValueError):  # else the last will says it
-                info.wait_for_publish(max(0.05, deadline - time.monotonic()))
-        self.client.disconnect()
-        _join(self.client.loop_stop, max(0.1, deadline - time.monotonic()))
+            self.link.publish_wait(self.t_available, "stopped", deadline - time.monotonic())
+        self.link.stop(deadline - time.monotonic())
         self._settle_acks()
         left = self.spool.depth
         self.spool.close()
         if left:
             log.info("mqtt: %d alert(s) stay in the spool for the next run", left)
 
-    # ------------------------------------------------------------------ paho callbacks
+    # ------------------------------------------------------------------ from the link
 
-    def _client(self, ctx) -> mqtt.Client:
-        o = self.opts
-        c = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
-            client_id=o.client_id,
-            clean_session=True,
-            protocol=mqtt.MQTTv311,
-        )
-        if log.isEnabledFor(logging.DEBUG):  # paho is chatty, and logs shutdown noise as errors
-            c.enable_logger(logging.getLogger("edge_hf.mqtt.paho"))
-        if o.username:
-            c.username_pw_set(o.username, o.password)
-        if ctx is not None:
-            c.tls_set_context(ctx)
-        c.will_set(self.t_available, "offline", qos=1, retain=True)
-        c.reconnect_delay_set(min(o.reconnect_min, o.reconnect_max), o.reconnect_max)
-        c.max_inflight_messages_set(WINDOW)
-        c.on_connect = self._on_connect
-        c.on_connect_fail = self._on_connect_fail
-        c.on_disconnect = self._on_disconnect
-        c.on_publish = self._on_publish
-        return c
+    @property
+    def _connected(self) -> bool:
+        return self.link is not None and self.link.connected
 
-    @_guarded
-    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
-        if reason_code.is_failure:
-            self.failed_attempts += 1
-            hint = (
-                "; check the user in --mqtt and the password"
-                if reason_code.value in _AUTH_CODES
-                else ""
-            )
-            log.warning(
-                "mqtt: %s refused the connection: %s%s (attempt %d; %d alert(s) spooled)",
-                self._where(),
-                reason_code,
-                hint,
-                self.failed_attempts,
-                self.spool.depth,
-            )
-            return
-        if self._ever_connected:
-            self.reconnects += 1
-        log.info(
-            "mqtt: connected to %s%s",
-            self._where(),
-            f" after {self.failed_attempts} failed attempt(s)" if self.failed_attempts else "",
-        )
-        self._ever_connected, self.failed_attempts = True, 0
-        self._connected = self._fresh = True
+    def _on_up(self) -> None:  # paho's thread
+        self._fresh = True
         self._wake.set()
 
-    @_guarded
-    def _on_connect_fail(self, client, userdata) -> None:
-        # paho calls this from inside its `except OSError:` block, so the reason is at hand
-        err = sys.exc_info()[1]
-        self.failed_attempts += 1
-        log.warning(
-            "mqtt: cannot connect to %s (%s) (attempt %d; %d alert(s) spooled)",
-            self._where(),
-            err or "unknown error",
-            self.failed_attempts,
-            self.spool.depth,
-        )
+    def _on_ha_status(self, payload: str) -> None:  # paho's thread
+        if payload == "online":  # Home Assistant (re)started and forgot its entities
+            self._discover = True
+            self._wake.set()
 
-    @_guarded
-    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
-        was, self._connected = self._connected, False
-        if was and not self._closing:
-            log.warning(
-                "mqtt: lost the connection to %s (%s); alerts are spooled until it is back",
-                self._where(),
-                reason_code,
-            )
-
-    @_guarded
-    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
-        self._acks.append(mid)  # PUBACK for a QoS 1 message (or sent, for QoS 0)
+    def _on_ack(self, mid: int) -> None:  # paho's thread
+        self._acks.append(mid)
         self._wake.set()
-
-    def _where(self) -> str:
-        return f"{self.opts.host}:{self.opts.port}"
 
     # ------------------------------------------------------------------ the worker
 
@@ -317,18 +259,39 @@ class MqttSink:
         if self._fresh:
             self._fresh = False
             self._announce()
+        if self._discover:
+            self._discover = False
+            self._publish_configs()
+        self._publish_snapshots()
         self._publish_states()
         self._publish_spooled()
         if stats and time.monotonic() >= self._next_stats:
             self._next_stats = time.monotonic() + self.opts.stats_interval
-            self.client.publish(self.t_stats, json.dumps(self.stats()), qos=0)
+            self.link.publish(self.t_stats, json.dumps(self.stats()), qos=0)
 
     def _announce(self) -> None:
-        """A new connection: say we are here, restate every state, replay the spool."""
-        self.client.publish(self.t_available, "online", qos=1, retain=True)
+        """A new connection: describe ourselves to Home Assistant (if asked to), say we are
+        here, restate every state, replay the spool."""
+        self._publish_configs()
+        self.link.publish(self.t_available, "online", qos=1, retain=True)
         with self._lock:
             self._dirty.update(self._states)
+            self._dirty_snapshots.update(self._snapshots)
         self._cursor = 0
+
+    def _publish_configs(self) -> None:
+        for topic, payload in self._configs:
+            self.link.publish(topic, payload, qos=1, retain=True)
+
+    def _publish_snapshots(self) -> None:
+        """``<prefix>/<camera>/<label>/snapshot``: the small JPEG of the latest alert, retained,
+        published before the event that names it (same connection, same order)."""
+        with self._lock:
+            changed = [(k, self._snapshots[k]) for k in sorted(self._dirty_snapshots)]
+            self._dirty_snapshots.clear()
+        p = self.opts.prefix
+        for (camera, label), jpeg in changed:
+            self.link.publish(f"{p}/{camera}/{label}/snapshot", jpeg, qos=1, retain=True)
 
     def _publish_states(self) -> None:
         with self._lock:
@@ -336,7 +299,7 @@ class MqttSink:
             self._dirty.clear()
         p = self.opts.prefix
         for (camera, label), value in changed:
-            self.client.publish(f"{p}/{camera}/{label}", value, qos=1, retain=True)
+            self.link.publish(f"{p}/{camera}/{label}", value, qos=1, retain=True)
 
     def _publish_spooled(self) -> None:
         room = WINDOW - len(self._inflight)
@@ -344,17 +307,18 @@ class MqttSink:
             rows = self.spool.pending(self._cursor, room)
             if not rows:
                 return
+            self._publish_snapshots()  # emit() stores one before spooling its event: first
             busy = set(self._inflight.values())  # paho resends those itself
             for row in rows:
                 self._cursor = row.id
                 if row.id in busy:
                     continue
                 try:
-                    info = self.client.publish(row.topic, row.payload, qos=1)
+                    mid = self.link.publish(row.topic, row.payload, qos=1)
                 except (ValueError, TypeError) as e:  # paho refuses it, now and forever
                     self.spool.reject(row.id, f"{type(e).__name__}: {e}")
                     continue
-                self._inflight[info.mid] = row.id
+                self._inflight[mid] = row.id
                 room -= 1
 
     def _settle_acks(self) -> None:
@@ -369,12 +333,11 @@ class MqttSink:
     def _busy(self) -> bool:
         return bool(self.spool.depth or self._inflight or self._dirty)
 
-    def stats(self) -> dict:
-        """The ``<prefix>/stats`` payload."""
-        s = self.meter.report(self.run.counters())
+    def status(self) -> dict:
+        """The sink's own state (the ``spool`` and ``mqtt`` parts of the stats)."""
+        if self.link is None:  # not started
+            return {}
         return {
-            "time": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            **s,
             "spool": {
                 "depth": self.spool.depth,
                 "bytes": self.spool.size,
@@ -384,16 +347,14 @@ class MqttSink:
             },
             "mqtt": {
                 "connected": self._connected,
-                "reconnects": self.reconnects,
-                "failed_attempts": self.failed_attempts,
+                "reconnects": self.link.reconnects,
+                "failed_attempts": self.link.failed_attempts,
                 "errors": self.errors,
             },
         }
 
-
-def _join(fn, timeout: float) -> None:
-    """Run ``fn`` in a helper thread, waiting at most ``timeout``: paho's ``loop_stop`` joins
-    its network thread without a timeout, and a connect in progress can take seconds."""
-    t = threading.Thread(target=fn, name="mqtt-stop", daemon=True)
-    t.start()
-    t.join(timeout)
+    def stats(self) -> dict:
+        """The ``<prefix>/stats`` payload."""
+        s = self.meter.report(self.run.counters())
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return {"time": now, **s, **self.status()}

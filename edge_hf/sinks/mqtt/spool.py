@@ -36,8 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from edge_hf._spool_files import Reserve, checkpoint, connect, lock_directory, make_private
 from edge_hf.errors import SinkError
+from edge_hf.sinks.mqtt._spool_files import (
+    Reserve,
+    checkpoint,
+    connect,
+    lock_directory,
+    make_private,
+)
 
 log = logging.getLogger("edge_hf.spool")
 

@@ -1,0 +1,119 @@
+"""Snapshots: a JPEG of the camera's frame when an alert starts, kept in a bounded directory.
+
+``--snapshots`` (``[snapshots] enabled = true``). At an alert's start the frame loop takes one
+copy of the camera's newest decoded frame (full resolution; ``Capture.snapshot``: no copy is
+made for frames where no alert starts), writes it as ``<camera>-<label>-<UTC time>-<id>.jpg``
+under ``--snapshot-dir`` (default ``<state dir>/snapshots``), and hands a small JPEG (height at
+most ``SMALL_HEIGHT``) to the sinks with the event: MQTT publishes it retained on
+``<prefix>/<camera>/<label>/snapshot`` before the event, HTTP serves the file at
+``/snapshots/<file>``. The directory is bounded by count and bytes; the oldest files go first.
+The frame is the newest one decoded when the alert fired, which is the newest frame of the
+hyperframe that fired it or at most a hyperframe later.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from edge_hf.errors import SinkError
+
+log = logging.getLogger("edge_hf.snapshots")
+SMALL_HEIGHT = 270
+QUALITY = 90
+NAME = re.compile(r"^[A-Za-z0-9_.-]+\.jpg$")  # what /snapshots/<file> serves
+_SLUG = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class SnapshotOptions:
+    directory: Path
+    max_count: int = 200
+    max_bytes: int = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    file: str  # the name in the directory
+    small: bytes  # JPEG, height <= SMALL_HEIGHT
+
+
+class SnapshotStore:
+    def __init__(self, opts: SnapshotOptions) -> None:
+        self.opts = opts
+        self.dir = Path(opts.directory)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            files = sorted((p.stat().st_mtime, p.name, p.stat().st_size) for p in self._jpegs())
+        except OSError as e:
+            raise SinkError(
+                f"--snapshot-dir {self.dir}: cannot use it ({e.strerror}); make it writable "
+                f"by this user or choose another"
+            ) from None
+        self._files: deque[tuple[str, int]] = deque((name, size) for _, name, size in files)
+        self.bytes = sum(size for _, size in self._files)
+        self.failures = 0
+        self._trim()
+
+    def _jpegs(self):
+        return (p for p in self.dir.iterdir() if p.is_file() and NAME.match(p.name))
+
+    def save(self, camera: str, label: str, event_id: str, t: float, image: np.ndarray) -> Snapshot:
+        """Write one snapshot; raises OSError when the disk refuses it."""
+        stamp = datetime.fromtimestamp(t, timezone.utc).strftime("%Y%m%dT%H%M%S")
+        name = f"{_slug(camera)}-{_slug(label)}-{stamp}-{event_id[:8]}.jpg"
+        full = _jpeg(image)
+        tmp = self.dir / f".{name}.tmp"
+        tmp.write_bytes(full)
+        os.replace(tmp, self.dir / name)
+        self._files.append((name, len(full)))
+        self.bytes += len(full)
+        self._trim()
+        return Snapshot(name, _jpeg(_small(image)))
+
+    def path(self, name: str) -> Path | None:
+        """The file behind ``/snapshots/<name>``, or None (a name that is not one of ours)."""
+        if not NAME.match(name):
+            return None
+        p = self.dir / name
+        return p if p.is_file() else None
+
+    def _trim(self) -> None:
+        o = self.opts
+        # the newest stays even if it alone is over max_bytes: its event names it
+        while len(self._files) > 1 and (len(self._files) > o.max_count or self.bytes > o.max_bytes):
+            name, size = self._files.popleft()
+            self.bytes -= size
+            try:
+                (self.dir / name).unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                log.warning("snapshots: cannot remove %s (%s)", name, e.strerror)
+
+
+def _slug(text: str) -> str:
+    return _SLUG.sub("_", text).strip("_") or "x"
+
+
+def _jpeg(image: np.ndarray) -> bytes:
+    ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, QUALITY])
+    if not ok:
+        raise OSError(f"cannot encode a {image.shape} frame as JPEG")
+    return buf.tobytes()
+
+
+def _small(image: np.ndarray) -> np.ndarray:
+    h, w = image.shape[:2]
+    if h <= SMALL_HEIGHT:
+        return image
+    width = max(1, round(w * SMALL_HEIGHT / h))
+    return cv2.resize(image, (width, SMALL_HEIGHT), interpolation=cv2.INTER_AREA)
