@@ -109,7 +109,7 @@ def metrics_table(r: dict) -> list[str]:
     lines = [
         "## Accuracy and latency",
         "",
-        f"Validation split; top-1 and macro-F1 over {over}, window top-1 over single "
+        f"Test split (never used to choose the epoch); top-1 and macro-F1 over {over}, window top-1 over single "
         "hyperframes; latency is the median of one inference through the edge-hf runtime's "
         "backend (PyTorch: a forward pass) at batch 1 and batch 8.",
         "",
