@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import platform
 from pathlib import Path
 
 import cv2
@@ -14,6 +13,7 @@ import pytest
 from bench import inject
 from bench.gates import HIGHER_IS_BETTER, INJECT, RESULTS
 from edge_hf import synth
+from export.card import cpu_name
 from tests.live import write_h264_clip
 
 FPS = 25
@@ -45,16 +45,6 @@ def _version(dist: str) -> str:
         return "absent"
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def machine() -> dict:
     """What a figure depends on besides the code: engines, CPU, threads, load."""
     return {
@@ -62,7 +52,7 @@ def machine() -> dict:
             d: _version(d)
             for d in ("openvino", "onnxruntime", "opencv-python-headless", "numpy", "torch")
         },
-        "cpu": _cpu_model(),
+        "cpu": cpu_name(),
         "cores": os.cpu_count(),
         "opencv_threads": cv2.getNumThreads(),
         "loadavg": [round(x, 2) for x in os.getloadavg()],

@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from edge_hf.errors import SourceError, UsageError
+from edge_hf.paths import read_secret, secret_there
 
 
 def credential_name(camera: str) -> str:
@@ -55,39 +56,20 @@ def camera_password(camera: str, src: str, where: str, password_dir: Path | None
 
 def _find(camera: str, password_dir: Path | None) -> tuple[str | None, str]:
     name = credential_name(camera)
-    if password_dir is not None and _there(Path(password_dir) / name):
+    if password_dir is not None and secret_there(Path(password_dir) / name):
         path = Path(password_dir) / name
         return _read(path, "--camera-password-dir"), str(path)
     if os.environ.get(env_name(camera)):
         return os.environ[env_name(camera)], f"${env_name(camera)}"
     creds = os.environ.get("CREDENTIALS_DIRECTORY")
-    if creds and _there(Path(creds) / name):
+    if creds and secret_there(Path(creds) / name):
         path = Path(creds) / name
         return _read(path, "the systemd credential"), str(path)
     return None, ""
 
 
-def _there(path: Path) -> bool:
-    """Exists, or cannot be looked at (EACCES, a name too long): _read then says why."""
-    try:
-        return path.exists()
-    except (OSError, ValueError):
-        return True
-
-
 def _read(path: Path, what: str) -> str:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text or a bad name"
-        raise SourceError(
-            f"{what} {path}: cannot read it ({reason}); it must be readable by the user "
-            f"edge-hf runs as"
-        ) from None
-    secret = text.rstrip("\r\n")
-    if not secret:
-        raise SourceError(f"{what} {path} is empty; write the camera's password into it")
-    return secret
+    return read_secret(path, what, SourceError, "the camera's password")
 
 
 def _userinfo(url: str) -> tuple[str, bool]:

@@ -44,3 +44,28 @@ def _user() -> str:
         return pwd.getpwuid(os.geteuid()).pw_name
     except (ImportError, KeyError):
         return f"uid {os.geteuid()}"
+
+
+def secret_there(path: Path) -> bool:
+    """Exists, or cannot be looked at (EACCES, a name too long): read_secret then says why."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return True
+
+
+def read_secret(path: Path, what: str, error: type[Exception], secret_of: str) -> str:
+    """A password kept in a file (trailing newline dropped), or ``error`` saying why not:
+    ``what`` names where it came from, ``secret_of`` whose password belongs there."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text or a bad name"
+        raise error(
+            f"{what} {path}: cannot read it ({reason}); it must be readable by the user "
+            f"edge-hf runs as"
+        ) from None
+    secret = text.rstrip("\r\n")
+    if not secret:
+        raise error(f"{what} {path} is empty; write {secret_of} into it")
+    return secret

@@ -26,7 +26,7 @@ def environment() -> dict:
         except metadata.PackageNotFoundError:
             versions[p] = None
     return {
-        "cpu": _cpu_name(),
+        "cpu": cpu_name(),
         "cores": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -37,7 +37,8 @@ def environment() -> dict:
     }
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The CPU's model name (for reports and benchmark records)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from edge_hf.errors import SinkError, UsageError
-from edge_hf.paths import file_problem
+from edge_hf.paths import file_problem, read_secret, secret_there
 from edge_hf.redact import mask_url, printable
 from edge_hf.sinks.mqtt.spool import SpoolLimits
 
@@ -132,7 +132,7 @@ def read_password(username: str | None, password_file: Path | None) -> str | Non
         password, origin = _read_secret(password_file, "--mqtt-password-file"), "a file"
     elif os.environ.get(PASSWORD_ENV):
         password, origin = os.environ[PASSWORD_ENV], f"${PASSWORD_ENV}"
-    elif creds and _there(Path(creds) / CREDENTIAL):
+    elif creds and secret_there(Path(creds) / CREDENTIAL):
         path = Path(creds) / CREDENTIAL
         password, origin = _read_secret(path, "the systemd credential"), str(path)
     if password is not None and not username:
@@ -143,27 +143,8 @@ def read_password(username: str | None, password_file: Path | None) -> str | Non
     return password
 
 
-def _there(path: Path) -> bool:
-    """Exists, or cannot be looked at (EACCES): _read_secret then says why."""
-    try:
-        return path.exists()
-    except (OSError, ValueError):
-        return True
-
-
 def _read_secret(path: Path, what: str) -> str:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
-        raise SinkError(
-            f"{what} {path}: cannot read it ({reason}); it must be readable by the user "
-            f"edge-hf runs as"
-        ) from None
-    secret = text.rstrip("\r\n")
-    if not secret:
-        raise SinkError(f"{what} {path} is empty; write the MQTT password into it")
-    return secret
+    return read_secret(path, what, SinkError, "the MQTT password")
 
 
 def tls_context(tls: TlsFiles) -> ssl.SSLContext:
