@@ -176,5 +176,6 @@ def data_lines(r: dict, data: dict) -> list[str]:
         f"fast_bias_correction={q['fast_bias_correction']}, activation ranges "
         f"{q['activation_ranges']}"
         + (f", accuracy control with max drop {q['max_drop']}" if q["max_drop"] else "")
+        + (f", kept in float: {', '.join(q['keep_float'])}" if q.get("keep_float") else "")
         + ".",
     ]
