@@ -15,6 +15,7 @@ import pytest
 from bench.gates import INJECT, Verdicts
 from edge_hf.runtime import DEMO_MODEL, RunConfig, Runtime
 from edge_hf.sources import SourceOptions, open_source
+from tests.allocation import AllocationProbe
 
 ROOT = Path(__file__).resolve().parent.parent
 RSS_CAMERA = "synth://demo?frames=500"  # as measured when issue 9 was filed (153 MB)
@@ -22,51 +23,13 @@ RSS_CAMERA = "synth://demo?frames=500"  # as measured when issue 9 was filed (15
 # heap in both; a one-off (a lazily compiled regex, a cache filling) in one only: the smaller
 # interval decides.
 MARKS = (60, 150, 240)
-IGNORED = [
-    tracemalloc.Filter(False, tracemalloc.__file__),
-    # onnxruntime's Python wrapper fills a bounded cache over its first calls (tests/test_backends)
-    tracemalloc.Filter(False, "*onnxruntime_inference_collection.py"),
-]
-
-
-class Probe:
-    """Wraps the real file source; snapshots the heap at the marks, from the capture thread."""
-
-    def __init__(self, source) -> None:
-        self.inner = source
-        self.name, self.display, self.live = source.name, source.display, source.live
-        self.count = 0
-        self.snapshots: list[tracemalloc.Snapshot] = []
-        self.base = self.peak = 0
-
-    @property
-    def fps(self) -> float:
-        return self.inner.fps
-
-    def open(self) -> None:
-        self.inner.open()
-
-    def grab(self) -> bool:
-        self.count += 1
-        if self.count in MARKS:
-            self.peak = tracemalloc.get_traced_memory()[1]
-            self.snapshots.append(tracemalloc.take_snapshot().filter_traces(IGNORED))
-            tracemalloc.reset_peak()
-            self.base = tracemalloc.get_traced_memory()[0]
-        return self.inner.grab()
-
-    def retrieve(self):
-        return self.inner.retrieve()
-
-    def release(self) -> None:
-        self.inner.release()
 
 
 @pytest.mark.parametrize("every", [1, 5])
 def test_heap_per_frame(benchmark, extra, clip_576p: Path, every: int):
-    def run() -> Probe:
+    def run() -> AllocationProbe:
         opts = SourceOptions(fast=True)
-        probe = Probe(open_source(str(clip_576p), opts))
+        probe = AllocationProbe(open_source(str(clip_576p), opts), MARKS)
         cfg = RunConfig(cameras=("x",), model=DEMO_MODEL, every=every, source_opts=opts)
         rt = Runtime(cfg, [], threading.Event(), sources=[probe])
         tracemalloc.start(1)

@@ -3,6 +3,7 @@ real subprocess."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -71,6 +72,38 @@ def run_module(
 def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess[str]:
     """``edge-hf ARGS`` as a real subprocess of this interpreter."""
     return run_module("edge_hf", *args, timeout=timeout, **kw)
+
+
+def start_cli(*args: str) -> subprocess.Popen[str]:
+    """``edge-hf ARGS`` started in the background, stdout and stderr as text pipes."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "edge_hf", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(path: Path, size: str = "256k"):
+    """A real tmpfs of ``size`` mounted at ``path`` (skips the test where mounting is not
+    allowed: it needs root)."""
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip() or r.returncode})")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True, timeout=10)
 
 
 @pytest.fixture(scope="session")

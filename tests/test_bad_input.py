@@ -17,7 +17,7 @@ import onnx
 import pytest
 
 from edge_hf.spec import HyperframeSpec, write_onnx_spec
-from tests.conftest import ROOT, run_cli, save_model, save_openvino
+from tests.conftest import ROOT, run_cli, save_model, save_openvino, start_cli
 from tests.motion_model import MOTION_SPEC
 
 CAM = "synth://fall?frames=20"
@@ -241,15 +241,7 @@ def test_sigterm_during_the_first_open_of_a_silent_camera_stops_within_2_s():
         server.settimeout(60)
         port = server.getsockname()[1]
         args = ["run", "--camera", f"rtsp://127.0.0.1:{port}/s", "--open-timeout", "30"]
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "edge_hf", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start_cli(*args)
         try:
             conn, _ = server.accept()  # edge-hf is inside the open now
             time.sleep(0.3)

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import onnx
 import pytest
 
-from tests.conftest import ROOT, run_cli, save_model
+from tests.conftest import run_cli, save_model, start_cli
 
 EVENT_KEYS = {"event", "id", "camera", "label", "score", "peak", "frame", "time"}
 
@@ -43,18 +40,6 @@ def test_info_prints_the_spec(tmp_path: Path):
     assert info["inputs"] == {"frames": ["?", 3, 160, 160, 3]}
 
 
-def _start(*args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "edge_hf", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _wait_for_line(stream, needle: str, timeout: float) -> list[str]:
     """Read lines until one contains ``needle``; bounded by ``timeout``."""
     import selectors
@@ -73,7 +58,7 @@ def _wait_for_line(stream, needle: str, timeout: float) -> list[str]:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_stops_a_live_run_cleanly_within_two_seconds(sig):
-    proc = _start("run", "--camera", "synth://demo")
+    proc = start_cli("run", "--camera", "synth://demo")
     try:
         _wait_for_line(proc.stderr, "camera demo: synth://demo", 30)
         time.sleep(1.0)  # let it process some frames

@@ -13,6 +13,7 @@ from edge_hf.errors import UsageError
 from edge_hf.runtime import RunConfig, Runtime
 from edge_hf.sources import SourceOptions, open_source
 from edge_hf.sources.file import FileSource
+from tests.allocation import AllocationProbe
 from tests.conftest import save_model
 from tests.motion_model import MOTION_SPEC
 
@@ -30,48 +31,6 @@ class ListSink:
 
     def close(self) -> None:
         self.closed = True
-
-
-# The snapshots' own allocations, and onnxruntime's Python wrapper, which under tracemalloc fills
-# a bounded cache over its first ~2000 calls (tests/test_backends.py proves it stops growing).
-IGNORED = [
-    tracemalloc.Filter(False, tracemalloc.__file__),
-    tracemalloc.Filter(False, "*onnxruntime_inference_collection.py"),
-]
-
-
-class AllocationProbe:
-    """Wraps a real source; snapshots the Python heap (numpy buffers included), across all
-    threads of the runtime, at given frame counts."""
-
-    def __init__(self, source, marks: tuple[int, ...]) -> None:
-        self.inner, self.marks = source, marks
-        self.name, self.display, self.live = source.name, source.display, source.live
-        self.count = 0
-        self.snapshots: list[tracemalloc.Snapshot] = []
-        self.base = self.peak = 0
-
-    @property
-    def fps(self) -> float:
-        return self.inner.fps
-
-    def open(self) -> None:
-        self.inner.open()
-
-    def grab(self) -> bool:
-        self.count += 1
-        if self.count in self.marks:
-            self.peak = tracemalloc.get_traced_memory()[1]
-            self.snapshots.append(tracemalloc.take_snapshot().filter_traces(IGNORED))
-            tracemalloc.reset_peak()  # measure from here, not the snapshot's own allocations
-            self.base = tracemalloc.get_traced_memory()[0]
-        return self.inner.grab()
-
-    def retrieve(self):
-        return self.inner.retrieve()
-
-    def release(self) -> None:
-        self.inner.release()
 
 
 @pytest.mark.parametrize("every", [1, 5])

@@ -15,7 +15,7 @@ import pytest
 
 from edge_hf.errors import SinkError
 from edge_hf.sinks.mqtt.spool import Spool, SpoolLimits
-from tests.conftest import ROOT
+from tests.conftest import ROOT, mounted_tmpfs
 
 
 def test_messages_come_back_oldest_first_after_reopening(tmp_path: Path):
@@ -166,25 +166,6 @@ def test_spool_files_are_private_whatever_the_umask(tmp_path: Path):
     assert modes == dict.fromkeys(names, "0o600")
 
 
-@contextlib.contextmanager
-def tmpfs(path: Path, size: str = "256k"):
-    """A real tmpfs of ``size`` mounted at ``path`` (skips the test where mounting is not
-    allowed: it needs root)."""
-    path.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=10,
-    )
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip() or r.returncode})")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True, timeout=10)
-
-
 def _fill(fs: Path) -> Path:
     """Take every free byte of the file system."""
     filler = fs / "filler"
@@ -198,7 +179,7 @@ def _fill(fs: Path) -> Path:
 
 def test_a_full_file_system_keeps_alerts_in_order_and_deletes_still_commit(tmp_path, caplog):
     caplog.set_level(logging.WARNING, "edge_hf.spool")
-    with tmpfs(tmp_path / "fs") as fs:
+    with mounted_tmpfs(tmp_path / "fs") as fs:
         s = Spool(fs)
         first = s.put("t", b"a" * 200)
         filler = _fill(fs)

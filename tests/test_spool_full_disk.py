@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 
 from edge_hf.sinks.mqtt.spool import Spool
 from tests.broker import Mosquitto, Subscriber, have_mosquitto
-from tests.conftest import EdgeHF
+from tests.conftest import EdgeHF, mounted_tmpfs
 from tests.live import wait_until
 
 pytestmark = pytest.mark.skipif(not have_mosquitto(), reason="needs mosquitto (scripts/setup.sh)")
@@ -29,21 +28,9 @@ WAL_BOUND = 128 * 1024  # WAL_LIMIT (64 KiB) plus a transaction's worth of pages
 @pytest.fixture
 def tiny_fs(tmp_path: Path):
     """A 256 KiB tmpfs, already holding 96 KiB of someone else's data."""
-    mnt = tmp_path / "state"
-    mnt.mkdir()
-    r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-        timeout=10,
-    )
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip() or r.returncode})")
-    try:
+    with mounted_tmpfs(tmp_path / "state") as mnt:
         (mnt / "filler").write_bytes(b"\0" * 96 * 1024)
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=10)
 
 
 class WalWatch(threading.Thread):
