@@ -76,7 +76,7 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
     calib = balanced(windows(ds.train), relabel, subset)
     val = _take(EvalSet(windows(held), clips), relabel)
     tune = _take(EvalSet(windows(ds.val), clips), relabel) if ds.val and ds.test else val
-    video_level = all(isinstance(v.labels, int) for v in held)
+    video_level = all(v.video_class >= 0 for v in held)
     return EvalData(root, calib, val, tune, video_level, (len(ds.train), len(held)))
 
 

@@ -3,6 +3,11 @@
 Layouts: UCF101 (``classInd.txt`` + ``trainlist01.txt``/``testlist01.txt``), a plain folder per
 class (seeded split), or frame-level segments (``segments.csv``: video,start_frame,end_frame,label,
 with an optional ``classes.txt`` listing the allowed labels in logit order).
+A UCF101 or folder dataset may also say where in each clip its action is: ``annotations.csv``
+(video,start_frame,end_frame,label; labels among the dataset's classes, frames not covered are
+not trained on). A fall clip is mostly standing before and lying after; without annotations
+every window of it is taught as ``fall``. The clip keeps its class for per-video accuracy,
+which then averages the windows annotated with that class (the action itself).
 Splits: ``train`` fits the weights, ``val`` (carved from the training videos) picks the epoch
 and decides when to stop, ``test`` is reported and never looked at while training: UCF101's test
 list, or a seeded part of the videos for the other layouts. Clips named as UCF101 names them
@@ -38,6 +43,12 @@ class DataError(Exception):
 class Video:
     path: Path
     labels: tuple[int, ...] | int  # one class index for the clip, or one per frame (-1: none)
+    cls: int = -1  # the clip's class when it has one and its labels are per frame
+
+    @property
+    def video_class(self) -> int:
+        """The class of the whole clip (per-video accuracy), or -1 for a stream."""
+        return self.labels if isinstance(self.labels, int) else self.cls
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,27 @@ def _flip_map(root: Path) -> dict[str, str] | None | bool:
 
 def _make(root: Path, classes, splits, flip) -> Dataset:
     declared = flip is not False
+    notes = root / "annotations.csv"
+    if notes.is_file():
+        splits = _annotate(notes, root, tuple(classes), splits)
     return Dataset(root, tuple(classes), *splits, flip if declared else None, declared)
+
+
+def _annotate(path: Path, root: Path, classes: tuple[str, ...], splits):
+    """Clips named in ``annotations.csv`` get per-frame labels (frames not covered: -1)."""
+    per_video: dict[Path, list[tuple[int, int, int]]] = {}
+    for n, (video, start, end, label) in enumerate(read_segments(path), 2):
+        if label not in classes:
+            raise DataError(f"{path}:{n}: unknown label {label!r}; the classes are {list(classes)}")
+        per_video.setdefault(root / video, []).append((start, end, classes.index(label)))
+
+    def label(v: Video) -> Video:
+        segs = per_video.get(v.path)
+        if segs is None or not isinstance(v.labels, int):
+            return v
+        return Video(v.path, _frame_labels(segs), v.labels)
+
+    return tuple(tuple(label(v) for v in part) for part in splits)
 
 
 def _folders(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
@@ -181,13 +212,16 @@ def _segments(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
     per_video: dict[str, list[tuple[int, int, int]]] = {}
     for video, start, end, label in rows:
         per_video.setdefault(video, []).append((start, end, classes.index(label)))
-    videos = []
-    for rel, segs in sorted(per_video.items()):
-        labels = [-1] * (max(e for _, e, _ in segs) + 1)
-        for start, end, ci in segs:
-            labels[start : end + 1] = [ci] * (end - start + 1)
-        videos.append(Video(root / rel, tuple(labels)))
+    videos = [Video(root / rel, _frame_labels(segs)) for rel, segs in sorted(per_video.items())]
     return _make(root, classes, _three_way(videos, seed, fr), flip)
+
+
+def _frame_labels(segs: list[tuple[int, int, int]]) -> tuple[int, ...]:
+    """One label per frame from (start, end, class) segments; -1 where none says."""
+    labels = [-1] * (max(e for _, e, _ in segs) + 1)
+    for start, end, ci in segs:
+        labels[start : end + 1] = [ci] * (end - start + 1)
+    return tuple(labels)
 
 
 def read_segments(path: Path) -> list[tuple[str, int, int, str]]:

@@ -33,6 +33,7 @@ class Windows:
         self.clips: list[np.ndarray] = []
         self.starts: list[np.ndarray] = []  # per clip: valid start frames
         self.labels: list[np.ndarray] = []  # per clip: label of each valid start
+        self.video: list[int] = []  # per clip: the clip's class, or -1 (a stream)
         unreadable, short = [], []
         for v in videos:
             arr = cache.frames(v.path)
@@ -52,6 +53,7 @@ class Windows:
                 self.clips.append(arr)
                 self.starts.append(np.array(starts))
                 self.labels.append(np.array(labels))
+                self.video.append(v.video_class)
         if unreadable:
             log.warning(
                 "skipped %d unreadable video(s): %s", len(unreadable), ", ".join(unreadable[:10])
@@ -74,7 +76,9 @@ class Windows:
 
 
 class TrainSet(Dataset):
-    """``samples_per_clip`` random windows per clip per epoch, augmented."""
+    """``samples_per_clip`` random windows per clip per epoch, augmented. A clip whose windows
+    carry several labels (an annotated fall: fall, then lying) gives each label an equal share:
+    the short action is not drowned by the long still parts around it."""
 
     def __init__(
         self,
@@ -86,6 +90,9 @@ class TrainSet(Dataset):
     ) -> None:
         self.w, self.k, self.aug, self.flip, self.seed = w, samples_per_clip, aug, flip, seed
         self.epoch = 0
+        self.by_label = [
+            [np.flatnonzero(labels == lab) for lab in np.unique(labels)] for labels in w.labels
+        ]
 
     def __len__(self) -> int:
         return len(self.w.clips) * self.k
@@ -93,7 +100,8 @@ class TrainSet(Dataset):
     def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
         rng = np.random.default_rng((self.seed, self.epoch, i))
         c = i // self.k
-        j = int(rng.integers(len(self.w.starts[c])))
+        group = self.by_label[c][int(rng.integers(len(self.by_label[c])))]
+        j = int(group[rng.integers(len(group))])
         frames, label = augment(
             self.w.window(c, int(self.w.starts[c][j])),
             int(self.w.labels[c][j]),
@@ -105,13 +113,16 @@ class TrainSet(Dataset):
 
 
 class EvalSet(Dataset):
-    """``clips`` evenly spaced windows per video; ``video`` says which, for averaging."""
+    """``clips`` evenly spaced windows per video; ``video`` says which, for averaging. In a clip
+    with a class and per-frame labels, the windows labelled with the clip's class (its action)."""
 
     def __init__(self, w: Windows, clips: int) -> None:
         self.w = w
         self.items = []
         for c, starts in enumerate(w.starts):
-            picks = np.unique(np.linspace(0, len(starts) - 1, clips).round().astype(int))
+            own = np.flatnonzero(w.labels[c] == w.video[c])
+            where = own if len(own) else np.arange(len(starts))
+            picks = where[np.unique(np.linspace(0, len(where) - 1, clips).round().astype(int))]
             self.items += [(c, int(starts[p]), int(w.labels[c][p])) for p in picks]
 
     def __len__(self) -> int:

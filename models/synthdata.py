@@ -6,7 +6,8 @@
 (a) a folder-per-class dataset in UCF101 layout: ``OUT/<class>/v_<class>_gGG_cCC.avi`` plus
 ``classInd.txt``, ``trainlist01.txt``, ``testlist01.txt`` (split by group, as UCF101 does, so
 clips of one group never straddle train and test), and ``flip.json``: a horizontal flip turns
-``walk_left`` into ``walk_right``. Preset ``real`` (the default here) has the classes
+``walk_left`` into ``walk_right``. Preset ``real`` also writes ``annotations.csv``: where in each
+clip its action is (see :func:`annotations`). Preset ``real`` (the default here) has the classes
 ``edge_hf.synth.REAL_CLASSES`` (the six actions and ``other``, one hard negative per clip); its
 training clips use the training photographs (``models.backgrounds``) and its test clips the
 held-out ones, with seeds the training list never uses. Clips are MJPG at a random JPEG quality
@@ -88,10 +89,27 @@ def _scene(job: Job) -> synth.Scene:
 
 
 def _write(job: Job) -> list[tuple[str, int, int, str]]:
-    """Render and write one clip; returns its segments (video name, start, end, label)."""
+    """Render and write one clip; returns its phases (video name, start, end, label): a story's
+    segments, or the parts of an action clip (walk, fall, lying ...)."""
     scene = _scene(job)
     synthvideo.write(job.path, scene, job.codec, np.random.default_rng([job.seed, 61]))
-    return [(job.path.name, s, e, label) for s, e, label in scene.segments()]
+    return [(job.path.name, s, e, label) for s, e, label in scene.phases()]
+
+
+AMBIGUOUS = ("walk", "stand")  # parts of many clips; the walk and hold clips teach them
+
+
+def annotations(action: str, phases, names: tuple[str, ...]) -> list[tuple[int, int, str]]:
+    """Where an action clip shows its action: the clip's own phase keeps its class; the still
+    or hard-negative parts (lying after the fall, sitting, crouching) are ``other`` when the
+    classes have it; walking and standing around the action are left out."""
+    rows = []
+    for _, start, end, phase in phases:
+        if phase == action:
+            rows.append((start, end, action))
+        elif phase not in AMBIGUOUS and "other" in names:
+            rows.append((start, end, "other"))
+    return rows
 
 
 def _run(jobs: list[Job], workers: int) -> list[list[tuple[str, int, int, str]]]:
@@ -127,11 +145,22 @@ def write_action_dataset(
             jobs.append(Job(out / rel, action, seed * 100_000 + k, size, fps, preset, pool, codec))
             (test if is_test else train).append((rel, ci + 1))
     segs = _run(jobs, workers)
+    if preset == "real":
+        _write_annotations(out / "annotations.csv", jobs, segs, names)
     (out / "classInd.txt").write_text("".join(f"{i + 1} {a}\n" for i, a in enumerate(names)))
     (out / "trainlist01.txt").write_text("".join(f"{rel} {c}\n" for rel, c in train))
     (out / "testlist01.txt").write_text("".join(f"{rel}\n" for rel, _ in test))
     (out / "flip.json").write_text(json.dumps(FLIP_MAP, indent=1) + "\n")
     return sum(s[-1][2] + 1 for s in segs)
+
+
+def _write_annotations(path: Path, jobs: list[Job], phases: list, names) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["video", "start_frame", "end_frame", "label"])
+        for job, rows in zip(jobs, phases, strict=True):
+            rel = f"{job.path.parent.name}/{job.path.name}"
+            w.writerows((rel, s, e, lab) for s, e, lab in annotations(job.name, rows, names))
 
 
 def stream_falls(k: int, minutes: float, seed: int) -> int:

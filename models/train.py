@@ -89,7 +89,7 @@ def loaders(cfg: TrainConfig, ds: datasets.Dataset) -> Loaders:
         DataLoader(train, cfg.batch, shuffle=True, drop_last=len(train) > cfg.batch, **kw),
         DataLoader(EvalSet(windows(ds.val), cfg.eval_clips), cfg.batch, **kw),
         test,
-        all(isinstance(v.labels, int) for v in ds.val + ds.test),
+        all(v.video_class >= 0 for v in ds.val + ds.test),
         flip,
     )
 

@@ -156,3 +156,33 @@ def _segments(root: Path, video) -> list[tuple[int, int, str]]:
             for r in csv.DictReader(f)
             if root / r["video"] == video.path
         ]
+
+
+def test_annotations_give_clips_per_frame_labels(tmp_path: Path):
+    """A folder dataset with annotations.csv: listed clips get per-frame labels and keep their
+    class for per-video accuracy; unlisted clips keep their clip label."""
+    for c in ("fall", "other"):
+        (tmp_path / c).mkdir()
+        for g in range(1, 6):
+            (tmp_path / c / f"v_{c}_g{g:02d}_c01.avi").write_bytes(b"")
+    _annotations(
+        tmp_path, ["fall/v_fall_g01_c01.avi,3,5,fall", "fall/v_fall_g01_c01.avi,6,9,other"]
+    )
+    ds = data.load(tmp_path, val_fraction=0, test_fraction=0)
+    by_name = {v.path.name: v for v in ds.train}
+    clip = by_name["v_fall_g01_c01.avi"]
+    assert clip.labels == (-1, -1, -1, 0, 0, 0, 1, 1, 1, 1) and clip.video_class == 0
+    assert by_name["v_other_g02_c01.avi"].labels == 1 == by_name["v_other_g02_c01.avi"].video_class
+
+
+def test_annotations_with_an_unknown_label_name_the_line(tmp_path: Path):
+    (tmp_path / "fall").mkdir()
+    (tmp_path / "fall" / "a.avi").write_bytes(b"")
+    _annotations(tmp_path, ["fall/a.avi,0,4,fall", "fall/a.avi,5,9,lying"])
+    with pytest.raises(DataError, match=r"annotations.csv:3: unknown label 'lying'"):
+        data.load(tmp_path)
+
+
+def _annotations(root: Path, rows: list[str]) -> None:
+    lines = ["video,start_frame,end_frame,label", *rows]
+    (root / "annotations.csv").write_text("\n".join(lines) + "\n")

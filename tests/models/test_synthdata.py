@@ -93,6 +93,29 @@ def test_real_dataset_layout_split_and_pools(real_actions) -> None:
         )
 
 
+def test_real_clips_say_where_their_action_is(real_actions) -> None:
+    """annotations.csv marks each clip's own action; lying and hard negatives are other;
+    walking and standing around them are not trained on."""
+    root, used = real_actions
+    ds = data.load(root)
+    fall, other = ds.classes.index("fall"), ds.classes.index("other")
+    for v in ds.train + ds.val + ds.test:
+        rel = v.path.relative_to(root).as_posix()
+        name = rel.split("/")[0]
+        assert isinstance(v.labels, tuple) and v.video_class == ds.classes.index(name)
+        scene = synth.make_scene(name, seed=used[rel][1], size=SIZE, preset="real")
+        for start, end, phase in scene.phases():
+            got = set(v.labels[start : end + 1]) if start < len(v.labels) else {-1}
+            if phase in synthdata.AMBIGUOUS:
+                assert got == {-1}, (rel, phase)
+            elif phase == name:
+                assert got == {v.video_class}, (rel, phase)
+            else:
+                assert got == {other}, (rel, phase)
+        if name == "fall":
+            assert fall in v.labels and v.labels.index(other) > v.labels.index(fall)
+
+
 def test_stream_story_segments_match_the_videos(tmp_path: Path) -> None:
     if shutil.which("ffmpeg") is None:
         pytest.skip("ffmpeg is not installed")
