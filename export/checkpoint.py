@@ -52,6 +52,7 @@ def load_checkpoint(path: Path) -> Checkpoint:
         len(spec.classes),
         stem_bn=bool(config.get("stem_bn")),
         size=config.get("size"),
+        input_mode=config.get("input_mode", "frames"),
     )
     try:
         net.load_state_dict(state["model"])

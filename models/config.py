@@ -13,7 +13,7 @@ import tomllib
 
 from models.augment import MODES
 from models.data import STRATEGIES, DataError
-from models.model import INFLATIONS
+from models.model import INFLATIONS, INPUTS
 
 RECIPES = Path(__file__).parent / "recipes"
 
@@ -39,6 +39,7 @@ class TrainConfig:
     inflation: str = "tile-scaled"
     pretrained: str = ""  # 3-channel weights: a local file, or a URL when online
     stem_bn: bool = False
+    input_mode: str = "frames"  # or "diff": centre frame and frame differences (models.model)
     label_strategy: str = "video"
     abnormal: tuple[str, ...] = ("fall",)  # classes that count for window-any
     val_fraction: float = 0.25
@@ -59,6 +60,7 @@ class TrainConfig:
             (self.optimizer in ("adamw", "sgd"), "optimizer", "adamw or sgd"),
             (self.aug in MODES, "aug", " / ".join(MODES)),
             (self.inflation in INFLATIONS, "inflation", " / ".join(INFLATIONS)),
+            (self.input_mode in INPUTS, "input_mode", " / ".join(INPUTS)),
             (self.label_strategy in STRATEGIES, "label_strategy", " / ".join(STRATEGIES)),
             (
                 self.frames >= 1 and self.stride >= 1 and self.size >= 16,
@@ -107,6 +109,8 @@ HELP = {
     "inflation": "how 3-channel conv1 weights become 3T channels: tile-scaled, tile, mean, random",
     "pretrained": "3-channel weights for the backbone: a local file, or a URL when online",
     "stem_bn": "add a BatchNorm on the stacked input (seed article, pitfall 3)",
+    "input_mode": "what conv1 is trained on: frames, or diff (centre frame and frame "
+    "differences; folded into conv1 at export, so the model file is the same)",
     "label_strategy": "window labels for frame-level segments: video, center, window-any",
     "abnormal": "classes that count as abnormal for window-any",
     "val_fraction": "part of the training videos held out to pick the epoch and stop",

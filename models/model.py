@@ -6,6 +6,12 @@ channels, applied to the weights when they are loaded; the 1/(255*std) scaling i
 while training (so the optimiser sees normalised inputs) and is folded into conv1's weights by
 ``fold()`` before export, where it then costs nothing. No mean is subtracted: the stem's
 BatchNorm absorbs it, and a per-pixel subtraction would cost more than the backbone's first layer.
+
+Input ``diff``: the adapter shows the backbone the centre frame and the differences of successive
+frames (times ``DIFF_GAIN``) instead of the T frames. A mix of input channels is linear too, so
+``fold()`` bakes it into conv1 and the exported model still takes plain hyperframes at the same
+cost. From scratch on busy backgrounds, motion is a small difference of two large, nearly equal
+images; shown as its own channels it is there from the first step.
 """
 
 from __future__ import annotations
@@ -17,31 +23,52 @@ import torch
 from torch import nn
 
 INFLATIONS = ("tile-scaled", "tile", "mean", "random")
+INPUTS = ("frames", "diff")
+DIFF_GAIN = 4.0  # frame differences are small next to the frames; BN after conv1 sees both
 _BGR = [2, 1, 0]  # RGB weights -> BGR input order
 
 
+def diff_mix(frames: int) -> torch.Tensor:
+    """[3T, 3T] channel mix: block 0 the centre frame, block k (frame k - frame k-1) * gain."""
+    mix = torch.zeros(3 * frames, 3 * frames)
+    eye = torch.eye(3)
+    mix[0:3, 3 * (frames // 2) : 3 * (frames // 2) + 3] = eye
+    for k in range(1, frames):
+        mix[3 * k : 3 * k + 3, 3 * k : 3 * k + 3] = DIFF_GAIN * eye
+        mix[3 * k : 3 * k + 3, 3 * k - 3 : 3 * k] = -DIFF_GAIN * eye
+    return mix
+
+
 class InputAdapter(nn.Module):
-    def __init__(self, frames: int, std_rgb: tuple[float, float, float]) -> None:
+    def __init__(self, frames: int, std_rgb: tuple[float, float, float], mode: str) -> None:
         super().__init__()
+        if mode not in INPUTS:
+            raise ValueError(f"input must be one of {INPUTS}, found {mode!r}")
         std_bgr = torch.tensor(std_rgb, dtype=torch.float32)[_BGR]
-        self.register_buffer(
-            "scale", (1.0 / (255.0 * std_bgr)).repeat(frames).view(1, 3 * frames, 1, 1)
-        )
-        self.folded = False
+        scale = (1.0 / (255.0 * std_bgr)).repeat(frames)
+        self.register_buffer("scale", scale.view(1, 3 * frames, 1, 1))
+        mix = diff_mix(frames) * scale if mode == "diff" else torch.diag(scale)
+        self.register_buffer("mix", mix)  # what fold() bakes into conv1
+        self.mode, self.folded = mode, False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n, t, h, w, c = x.shape
         x = x.permute(0, 1, 4, 2, 3).reshape(n, t * c, h, w).float()
-        return x if self.folded else x * self.scale
+        if self.folded:
+            return x
+        if self.mode == "frames":
+            return x * self.scale
+        return torch.einsum("ij,njhw->nihw", self.mix, x)
 
 
 class HyperframeNet(nn.Module):
-    def __init__(self, backbone: nn.Module, frames: int) -> None:
+    def __init__(self, backbone: nn.Module, frames: int, mode: str = "frames") -> None:
         super().__init__()
         cfg = backbone.pretrained_cfg
         self.frames = frames
         self.first_conv = cfg["first_conv"]
-        self.adapter = InputAdapter(frames, tuple(cfg.get("std", (0.229, 0.224, 0.225))))
+        std = tuple(cfg.get("std", (0.229, 0.224, 0.225)))
+        self.adapter = InputAdapter(frames, std, mode)
         self.backbone = backbone
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -53,9 +80,11 @@ class HyperframeNet(nn.Module):
 
     @torch.no_grad()
     def fold(self) -> None:
-        """Bake the adapter's scaling into conv1 (exact: conv is linear in its input)."""
+        """Bake the adapter's scaling and mix into conv1 (exact: conv is linear in its input,
+        and zero padding stays zero)."""
         if not self.adapter.folded:
-            self.stem().weight.mul_(self.adapter.scale.view(1, -1, 1, 1))
+            w = self.stem().weight
+            w.copy_(torch.einsum("oihw,ij->ojhw", w, self.adapter.mix))
             self.adapter.folded = True
 
 
@@ -83,12 +112,13 @@ def build(
     pretrained: str | None = None,
     stem_bn: bool = False,
     size: int | None = None,
+    input_mode: str = "frames",
 ) -> HyperframeNet:
     extra = {"img_size": size} if size and arch.startswith(("vit", "deit")) else {}
     backbone = timm.create_model(
         arch, pretrained=False, in_chans=3 * frames, num_classes=num_classes, **extra
     )
-    net = HyperframeNet(backbone, frames)
+    net = HyperframeNet(backbone, frames, input_mode)
     if pretrained:
         load_pretrained(net, pretrained, inflation)
     if stem_bn:  # seed 4.3: a fresh BatchNorm after the stem relearns the input's scale
@@ -117,6 +147,9 @@ def load_pretrained(net: HyperframeNet, source: str, inflation: str) -> None:
     if key in state and state[key].shape[1] == 3 and own[key].shape[1] != 3:
         if inflation == "random":
             del state[key]
+        elif net.adapter.mode == "diff":  # the 3-channel model on the centre frame, at first
+            w = state[key][:, _BGR]
+            state[key] = torch.cat([w, torch.zeros_like(w).repeat(1, net.frames - 1, 1, 1)], 1)
         else:
             state[key] = inflate(state[key], net.frames, inflation)
     # a different head (class count) is expected; anything else mismatched is an error

@@ -154,6 +154,7 @@ def train(cfg: TrainConfig) -> dict:
         pretrained=cfg.pretrained or None,
         stem_bn=cfg.stem_bn,
         size=cfg.size,
+        input_mode=cfg.input_mode,
     ).to(device)
     opt = optimizer(cfg, model)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg, len(dl.train)))

@@ -54,8 +54,9 @@ def test_random_inflation_keeps_the_rest_of_the_weights(tmp_path):
     )
 
 
-def test_folding_the_scale_into_conv1_is_exact():
-    net = build("mobilenetv3_small_100", 3, 4).eval()
+@pytest.mark.parametrize("mode", ["frames", "diff"])
+def test_folding_the_scale_into_conv1_is_exact(mode):
+    net = build("mobilenetv3_small_100", 3, 4, input_mode=mode).eval()
     x = torch.randint(0, 256, (2, 3, 64, 64, 3), dtype=torch.uint8)
     with torch.no_grad():
         before = net(x)
@@ -63,6 +64,25 @@ def test_folding_the_scale_into_conv1_is_exact():
         after = net(x)
     assert net.adapter.folded
     torch.testing.assert_close(after, before, rtol=1e-4, atol=1e-4)
+
+
+def test_diff_input_shows_motion_and_starts_as_the_3_channel_model(tmp_path):
+    """input diff: a still hyperframe gives the 3-channel model's logits on its centre frame
+    (pretrained weights see the centre frame only), and the difference channels carry motion."""
+    m3, weights = _three_channel(tmp_path)
+    net = build("mobilenetv3_small_100", 3, 4, pretrained=str(weights), input_mode="diff")
+    net.eval()
+    frame = torch.randint(0, 256, (2, 64, 64, 3), dtype=torch.uint8)
+    with torch.no_grad():
+        got = net(frame[:, None].repeat(1, 3, 1, 1, 1))
+        want = m3(_as_rgb_input(frame))
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+        moving = torch.stack([frame, frame.roll(4, 2), frame.roll(8, 2)], 1)
+        seen = net.adapter(moving)
+    assert (
+        seen[:, 3:].abs().mean() > 0.5
+        and net.adapter(moving[:, [1, 1, 1]])[:, 3:].abs().max() < 1e-5
+    )
 
 
 @pytest.mark.parametrize(
