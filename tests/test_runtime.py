@@ -120,8 +120,8 @@ def test_slow_inference_drops_stale_hyperframes_instead_of_queueing(tmp_path: Pa
     rt = Runtime(cfg, [ListSink()], stop)
     real_infer = rt.backend.infer
 
-    def slow_infer() -> None:
-        real_infer()
+    def slow_infer(n=None) -> None:
+        real_infer(n)
         stop.wait(0.02)  # 50 inferences/s against 200 frames/s
 
     rt.backend.infer = slow_infer
