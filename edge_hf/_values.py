@@ -102,6 +102,11 @@ def _number(v: Any, kind: type) -> Any:
 # OpenCV's milliseconds, a stall timeout of 0 would reject every frame).
 MAX_EVERY = 100_000  # = sampler.MAX_EVERY (not imported: OpenCV is not needed to read a config)
 threads = Number(int, 1, 256)
+decoder_threads = Number(int, 0, 64)  # 0: FFmpeg's default
+batch = Number(int, 1, 64)
+batch_wait = Number(float, 0.0, 0.1, unit="seconds", metavar="SECONDS")
+share = Number(float, 0.0, 1.0, metavar="X")  # a share of the picture
+max_skip = Number(float, 0.0, 3600.0, above=True, unit="seconds", metavar="SECONDS")
 every = Number(int, 1, MAX_EVERY)
 hz = Number(float, 0.01, 1000.0, metavar="X")  # once per 100 s up to 1000 times a second
 cooldown = Number(float, 0.0, 86_400.0, unit="seconds", metavar="SECONDS")  # up to a day
