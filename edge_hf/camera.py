@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ class CameraSettings:
     every: int | None = None
     hz: float | None = None
     thresholds: tuple[tuple[str, float], ...] = ()  # refine the run's thresholds
-    motion: MotionOptions | None = None
+    motion: tuple[tuple[str, Any], ...] = ()  # MotionOptions fields that differ from the run's
 
 
 @dataclass(frozen=True)

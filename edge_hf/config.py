@@ -37,6 +37,7 @@ from edge_hf._values import (  # noqa: F401  (the checks are part of this module
     batch,
     batch_wait,
     boolean,
+    camera_tables,
     cameras,
     cooldown,
     decoder_threads,
@@ -201,6 +202,8 @@ def resolve(
             + (f" or a [cameras] table in {file}" if file else " (or --config FILE)")
         )
     out["cameras.where"] = _camera_places(args, values.get("cameras"), file, len(out["cameras"]))
+    from_flags = getattr(args, "cameras", None) is not None or "cameras" not in values
+    out["cameras.own"] = () if from_flags else camera_tables(values["cameras"], f"{file}: cameras")
     return out
 
 
@@ -257,6 +260,7 @@ def build(v: dict[str, Any]) -> Settings:
         source_opts=src,
         stall_timeout=v["capture.stall_timeout"],
         snapshots=_snapshots(v),
+        camera_settings=_camera_settings(v.get("cameras.own", ())),
         motion=_motion(v),
         batch=v["model.batch"],
         batch_wait=v["model.batch_wait"],
@@ -282,6 +286,14 @@ def _camera_passwords(
                 env_name(name),
             )
     return tuple(out)
+
+
+def _camera_settings(tables: tuple[dict[str, Any], ...]) -> tuple:
+    from edge_hf.camera import CameraSettings
+
+    if not any(tables):
+        return ()
+    return tuple(CameraSettings(**own) for own in tables)
 
 
 def _motion(v: dict[str, Any]):

@@ -165,7 +165,7 @@ class Runtime:
             every=every or 1,
             hz=hz,
             policy=alert_policy(self.spec, cfg, own.thresholds, f"{where}.thresholds"),
-            motion=own.motion or cfg.motion,
+            motion=replace(cfg.motion, **dict(own.motion)),
             capture=CapturePolicy(stall_timeout=cfg.stall_timeout),
             block=not source.live and cfg.source_opts.fast,
         )
