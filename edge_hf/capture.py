@@ -76,6 +76,9 @@ class Mailbox:
         self.fresh = False
         self.frame = -1  # source frame index of the newest frame in the hyperframe
         self.time = 0.0  # wall-clock time that frame was grabbed
+        # time.monotonic() this camera began waiting: its first put since the last take (a
+        # replacement keeps it), so "waiting longest" is the camera served longest ago
+        self.since = 0.0
 
     def put(self, anchor: int, frame: int) -> None:
         """Gather the hyperframe anchored at ring index ``anchor`` (source frame ``frame``)."""
@@ -84,6 +87,8 @@ class Mailbox:
                 self.cond.wait(0.1)
             if self.fresh:
                 self.stats.dropped += 1
+            else:
+                self.since = time.monotonic()
             self.sampler.gather(anchor, self.buffers)
             self.frame, self.time, self.fresh = frame, time.time(), True
             self.stats.published += 1

@@ -2,10 +2,10 @@
 
 ``Batcher.collect`` waits for a first ready camera, then at most ``wait`` seconds more for others
 (never when every live camera is ready already, so one camera alone never waits), and takes up to
-``size`` of them, the one waiting longest first: each camera has at most one hyperframe waiting
-(its mailbox keeps the latest only), so a busy camera cannot take a second row before every other
-ready camera has had its turn, and a slow or silent camera holds nobody up for longer than
-``wait``. Rows go back to their cameras by position (``rows[r]`` is row ``r``'s camera).
+``size`` of them, the camera waiting longest first (since its first hyperframe after its last
+turn; a newer hyperframe replaces a waiting one but keeps its place): each camera has at most one
+hyperframe waiting, so no camera takes a second row before every other ready camera has had its
+turn, and a slow or silent camera holds nobody up for longer than ``wait``. Rows go back to their cameras by position (``rows[r]`` is row ``r``'s camera).
 
 Why one batch-N call, not several requests in flight: measured on the 2-core box this was built
 on with the demo model (``python -m bench.batching``, numbers in the README's "Many cameras"
@@ -112,6 +112,6 @@ class Batcher:
     def _oldest(self) -> Camera | None:
         best = None
         for c in self.cameras:
-            if c.mailbox.fresh and (best is None or c.mailbox.time < best.mailbox.time):
+            if c.mailbox.fresh and (best is None or c.mailbox.since < best.mailbox.since):
                 best = c
         return best

@@ -269,31 +269,31 @@ class Runtime:
         )
 
     def _loop(self) -> None:
-        batcher, rows, frames, times = (
-            self.batcher,
-            self.batcher.rows,
-            self.batcher.frames,
-            self.batcher.times,
-        )
         while not self.stop.is_set():
             self._beat.beat()
-            n = batcher.collect()
-            if n < 0:
+            if not self._step():
                 return
-            if n == 0:
-                continue
-            t0 = time.perf_counter()
-            self.backend.infer(n)
-            self.latency.add(time.perf_counter() - t0, n)
-            self._activate()
-            for r in range(n):
-                cam = rows[r]
-                cam.processed += 1
-                for ev in cam.logic.update(self.probs[r], frames[r], times[r]):
-                    if ev.kind == "start" and self.snapshots is not None:
-                        ev = self._snapshot(cam, ev)
-                    for sink in self.sinks:
-                        sink.emit(ev)
+
+    def _step(self) -> bool:
+        """One model call on the hyperframes ready now (a batch across cameras), each row's
+        scores to its own camera's alert logic; False once every capture has ended."""
+        b = self.batcher
+        n = b.collect()
+        if n <= 0:
+            return n == 0
+        t0 = time.perf_counter()
+        self.backend.infer(n)
+        self.latency.add(time.perf_counter() - t0, n)
+        self._activate()
+        for r in range(n):
+            cam = b.rows[r]
+            cam.processed += 1
+            for ev in cam.logic.update(self.probs[r], b.frames[r], b.times[r]):
+                if ev.kind == "start" and self.snapshots is not None:
+                    ev = self._snapshot(cam, ev)
+                for sink in self.sinks:
+                    sink.emit(ev)
+        return True
 
     def _snapshot(self, cam: Camera, ev: Event) -> Event:
         """The event with its snapshot, or as it was when there is no frame or no disk."""
