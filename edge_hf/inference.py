@@ -5,13 +5,17 @@
 ``size`` of them, the camera waiting longest first (since its first hyperframe after its last
 turn; a newer hyperframe replaces a waiting one but keeps its place): each camera has at most one
 hyperframe waiting, so no camera takes a second row before every other ready camera has had its
-turn, and a slow or silent camera holds nobody up for longer than ``wait``. Rows go back to their cameras by position (``rows[r]`` is row ``r``'s camera).
+turn, and a slow or silent camera holds nobody up for longer than ``wait``. Rows go back to
+their cameras by position (``rows[r]`` is row ``r``'s camera).
 
 Why one batch-N call, not several requests in flight: measured on the 2-core box this was built
-on with the demo model (``python -m bench.batching``, numbers in the README's "Many cameras"
-section), a batch of 8 costs far less per hyperframe than 8 calls at batch 1 on both engines,
-and more requests in flight (OpenVINO's AsyncInferQueue with the THROUGHPUT hint, onnxruntime
-from several threads) need a thread each, which here are the cores the decoders need.
+on with the demo model (``python -m bench.batching``; README "Many cameras"), a batch of 8 costs
+less CPU per hyperframe than batch 1 on both engines (OpenVINO INT8 0.83 against 0.94 ms,
+onnxruntime 1.18 against 1.30 ms, which also runs 1.8 times as many a second in one thread).
+Requests in flight (OpenVINO's AsyncInferQueue with the THROUGHPUT hint and 2 streams,
+onnxruntime called from 2 or 4 threads) cost more CPU per hyperframe (1.07 and 1.37/1.20 ms):
+OpenVINO's doubles the rate by taking the second core, which on a camera box is the decoders'.
+CPU, not the model's wall time, is what limits the number of cameras, so: one worker, one call.
 """
 
 from __future__ import annotations
