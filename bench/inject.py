@@ -108,10 +108,10 @@ def feed_dict_call(backend, inputs: list[np.ndarray]):
     if backend.name == "onnxruntime":
         session = backend.session
         feed = {i.name: x for i, x in zip(session.get_inputs(), inputs, strict=True)}
-        return lambda: session.run(None, feed)
+        return lambda n=None: session.run(None, feed)
     request = backend.compiled.create_infer_request()
     feed = dict(enumerate(inputs))
-    return lambda: request.infer(feed)
+    return lambda n=None: request.infer(feed)
 
 
 def int8_backend(backend) -> None:

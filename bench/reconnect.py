@@ -34,9 +34,7 @@ def resume_after(kind: str, clip: Path, outage: float) -> float | None:
         source = open_source(cam.url, SourceOptions())
         sampler = StrideSampler(MOTION_SPEC, 1)
         stop = threading.Event()
-        cap = Capture(
-            source, sampler, Mailbox(sampler, threading.Condition()), CapturePolicy(), stop
-        )
+        cap = Capture(source, Mailbox(sampler, threading.Condition()), CapturePolicy(), stop)
         cap.start()
         try:
             st = cap.stats

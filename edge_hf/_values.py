@@ -102,6 +102,11 @@ def _number(v: Any, kind: type) -> Any:
 # OpenCV's milliseconds, a stall timeout of 0 would reject every frame).
 MAX_EVERY = 100_000  # = sampler.MAX_EVERY (not imported: OpenCV is not needed to read a config)
 threads = Number(int, 1, 256)
+decoder_threads = Number(int, 0, 64)  # 0: FFmpeg's default
+batch = Number(int, 1, 64)
+batch_wait = Number(float, 0.0, 0.1, unit="seconds", metavar="SECONDS")
+share = Number(float, 0.0, 1.0, metavar="X")  # a share of the picture
+max_skip = Number(float, 0.0, 3600.0, above=True, unit="seconds", metavar="SECONDS")
 every = Number(int, 1, MAX_EVERY)
 hz = Number(float, 0.01, 1000.0, metavar="X")  # once per 100 s up to 1000 times a second
 cooldown = Number(float, 0.0, 86_400.0, unit="seconds", metavar="SECONDS")  # up to a day
@@ -153,13 +158,75 @@ def thresholds(v: Any, where: str) -> tuple[tuple[str, float], ...]:
 
 
 def cameras(v: Any, where: str) -> tuple[str, ...]:
-    """Flags: ``["[NAME=]SRC", …]``; a file: ``{ NAME = "SRC" }`` or ``["[NAME=]SRC", …]``."""
+    """Flags: ``["[NAME=]SRC", …]``; a file: ``{ NAME = "SRC" }`` (or ``NAME = { source =
+    "SRC", … }``, see ``camera_tables``) or ``["[NAME=]SRC", …]``."""
     if isinstance(v, dict):
+        out = []
         for name, src in v.items():
             if not _NAME.match(name):
                 raise UsageError(f"{where}.{name}: a camera name is letters, digits, '_' and '-'")
-            text(src, f"{where}.{name}")
-        return tuple(f"{name}={src}" for name, src in v.items())
+            if isinstance(src, dict):
+                if "source" not in src:
+                    raise UsageError(f'{where}.{name}: a camera table needs source = "SRC"')
+                src = src["source"]
+                text(src, f"{where}.{name}.source")
+            else:
+                text(src, f"{where}.{name}")
+            out.append(f"{name}={src}")
+        return tuple(out)
     if not isinstance(v, list) or not v or not all(isinstance(s, str) and s for s in v):
         raise _fail(where, "a table of NAME = SOURCE", v)
     return tuple(v)
+
+
+# A camera's own settings in the file: [cameras.NAME] source = "...", and any of these
+# (each overrides the run's for that camera only).
+_MOTION_KEYS: dict[str, Callable[[Any, str], Any]] = {
+    "enabled": boolean,
+    "threshold": share,
+    "max_skip": max_skip,
+}
+_CAMERA_KEYS = ("source", "every", "hz", "thresholds", "motion")
+
+
+def camera_tables(v: Any, where: str) -> tuple[dict[str, Any], ...]:
+    """Each camera's own settings, checked (``{}`` for a camera given as NAME = "SRC"):
+    ``every``, ``hz``, ``thresholds``, ``motion`` (a table of the [motion] keys)."""
+    if not isinstance(v, dict):
+        return tuple({} for _ in cameras(v, where))
+    out = []
+    for name, raw in v.items():
+        if not isinstance(raw, dict):
+            out.append({})
+            continue
+        at = f"{where}.{name}"
+        _known(raw, _CAMERA_KEYS, at)
+        own: dict[str, Any] = {}
+        if "every" in raw and "hz" in raw:
+            raise UsageError(f"{at}: every and hz are alternatives; keep one")
+        if "every" in raw:
+            own["every"] = every(raw["every"], f"{at}.every")
+        if "hz" in raw:
+            own["hz"] = hz(raw["hz"], f"{at}.hz")
+        if "thresholds" in raw:
+            own["thresholds"] = thresholds(raw["thresholds"], f"{at}.thresholds")
+        if "motion" in raw:
+            m = raw["motion"]
+            if not isinstance(m, dict):
+                raise _fail(f"{at}.motion", "a table such as { enabled = true }", m)
+            _known(m, tuple(_MOTION_KEYS), f"{at}.motion")
+            own["motion"] = tuple((k, _MOTION_KEYS[k](x, f"{at}.motion.{k}")) for k, x in m.items())
+        out.append(own)
+    return tuple(out)
+
+
+def _known(table: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
+    import difflib
+
+    for key in table:
+        if key not in keys:
+            close = difflib.get_close_matches(key, keys, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(
+                f"{where}: unknown key {key!r}{hint} (known: {', '.join(sorted(keys))})"
+            )

@@ -14,12 +14,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from edge_hf.errors import SourceError
 from edge_hf.health import Heartbeat
+from edge_hf.motion import MotionGate
 from edge_hf.sampler import StrideSampler, resize_into
 from edge_hf.sources.base import Source
 
@@ -34,7 +36,6 @@ class CapturePolicy:
     young: float = 90.0  # seconds: an outage this young is retried at least every ...
     young_backoff_max: float = 2.0  # ... this many seconds
     healthy: float = 10.0  # seconds of frames after which the backoff starts afresh
-    block: bool = False  # wait for inference instead of dropping stale hyperframes (--fast files)
 
 
 @dataclass
@@ -44,7 +45,9 @@ class CaptureStats:
     grabbed: int = 0
     decoded: int = 0
     published: int = 0
-    dropped: int = 0  # hyperframes replaced before inference took them
+    dropped: int = 0  # hyperframes replaced before inference took them (it was busy)
+    still: int = 0  # hyperframes the motion gate kept from the model (nothing moved)
+    stale: int = 0  # hyperframes too old when inference got to them, discarded
     failures: int = 0  # open failures, losses and stalls
     reconnects: int = 0
     last_frame: float = 0.0  # time.monotonic() of the last grabbed frame
@@ -53,39 +56,57 @@ class CaptureStats:
 
 class Mailbox:
     """Latest-only handoff of one camera's hyperframe: a newer one replaces an unread one
-    (counted as dropped), so a slow model never builds a queue. Buffers are allocated once."""
+    (counted as dropped: inference was busy), so a slow model never builds a queue. It owns the
+    camera's sampler (whose ring it gathers from) and its stats; buffers are allocated once.
+    ``block`` (files with --fast): wait for inference to take the last one instead."""
 
-    def __init__(self, sampler: StrideSampler, cond: threading.Condition) -> None:
+    def __init__(
+        self,
+        sampler: StrideSampler,
+        cond: threading.Condition,
+        stats: CaptureStats | None = None,
+        block: bool = False,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.sampler = sampler
         self.cond = cond  # shared by all cameras so inference can wait on any of them
+        self.stats = stats if stats is not None else CaptureStats()
+        self.block, self.stop = block, stop if stop is not None else threading.Event()
         self.buffers = sampler.input_buffers()
         self.fresh = False
         self.frame = -1  # source frame index of the newest frame in the hyperframe
         self.time = 0.0  # wall-clock time that frame was grabbed
+        # time.monotonic() this camera began waiting: its first put since the last take (a
+        # replacement keeps it), so "waiting longest" is the camera served longest ago
+        self.since = 0.0
 
-    def put(
-        self,
-        sampler: StrideSampler,
-        anchor: int,
-        frame: int,
-        stats: CaptureStats,
-        block: bool,
-        stop: threading.Event,
-    ) -> None:
+    def put(self, anchor: int, frame: int) -> None:
+        """Gather the hyperframe anchored at ring index ``anchor`` (source frame ``frame``)."""
         with self.cond:
-            while block and self.fresh and not stop.is_set():
+            while self.block and self.fresh and not self.stop.is_set():
                 self.cond.wait(0.1)
             if self.fresh:
-                stats.dropped += 1
-            sampler.gather(anchor, self.buffers)
+                self.stats.dropped += 1
+            else:
+                self.since = time.monotonic()
+            self.sampler.gather(anchor, self.buffers)
             self.frame, self.time, self.fresh = frame, time.time(), True
-            stats.published += 1
+            self.stats.published += 1
             self.cond.notify_all()
 
-    def take(self, inputs: list[np.ndarray]) -> None:
-        """Copy the hyperframe into the backend's bound inputs; caller holds ``cond``."""
+    def take(self, inputs: list[np.ndarray], row: int = 0) -> None:
+        """Copy the hyperframe into row ``row`` of the backend's bound inputs; caller holds
+        ``cond``."""
         for src, dst in zip(self.buffers, inputs, strict=True):
-            np.copyto(dst, src)
+            np.copyto(dst[row], src[0])
         self.fresh = False
+        self.cond.notify_all()
+
+    def discard(self) -> None:
+        """Drop the waiting hyperframe unread (too old to be worth a model call); caller holds
+        ``cond``."""
+        self.fresh = False
+        self.stats.stale += 1
         self.cond.notify_all()
 
 
@@ -93,7 +114,6 @@ class Capture(threading.Thread):
     def __init__(
         self,
         source: Source,
-        sampler: StrideSampler,
         mailbox: Mailbox,
         policy: CapturePolicy,
         stop: threading.Event,
@@ -101,11 +121,15 @@ class Capture(threading.Thread):
         heartbeat: Heartbeat | None = None,
     ) -> None:
         super().__init__(name=f"capture-{source.name}", daemon=True)
-        self.source, self.sampler, self.mailbox = source, sampler, mailbox
+        self.source, self.mailbox, self.sampler = source, mailbox, mailbox.sampler
         self.policy, self.stop = policy, stop
-        self.stats = CaptureStats()
+        self.stats = mailbox.stats
         self.heartbeat = heartbeat or Heartbeat(f"capture {source.name}")
         self.error: SourceError | None = None  # why a non-live source gave up
+        self.gate: MotionGate | None = None  # skips still windows (--motion)
+        # called with the source's fps after every successful (re)open: a camera that failed
+        # its first open, or came back with another frame rate, is re-timed (--hz, cooldown)
+        self.on_open: Callable[[float], None] | None = None
         self.done = threading.Event()
         self._opened = opened  # the source was opened by the caller already
         self._last: np.ndarray | None = None  # the newest decoded frame (the source's buffer)
@@ -143,6 +167,10 @@ class Capture(threading.Thread):
                 self._wait(delay)
                 continue
             self._flowing_since = 0.0
+            if self.on_open is not None:
+                self.on_open(src.fps)
+            if self.gate is not None:
+                self.gate.reset()
             outcome = self._read()
             src.release()
             self.stats.connected = False
@@ -216,7 +244,8 @@ class Capture(threading.Thread):
     def _read(self) -> str:
         """Read until the source ends, fails or stalls, or we are stopped. Allocation-free."""
         src, sm, st, box, hb = self.source, self.sampler, self.stats, self.mailbox, self.heartbeat
-        interp, stall, block = sm.spec.interpolation, self.policy.stall_timeout, self.policy.block
+        gate = self.gate
+        interp, stall = sm.spec.interpolation, self.policy.stall_timeout
         i = 0  # index since (re)open: the ring starts empty after every reconnect
         last = time.monotonic()  # of the last frame, or of the open
         while not self.stop.is_set():
@@ -238,7 +267,11 @@ class Capture(threading.Thread):
                 resize_into(frame, sm.slot(i), interp)
                 st.decoded += 1
                 if sm.is_anchor(i):
-                    box.put(sm, i, st.grabbed - 1, st, block, self.stop)
+                    # video time, as the cooldown's: a --fast file gates as it would live
+                    if gate is None or gate.admit(i, st.grabbed / src.fps):
+                        box.put(i, st.grabbed - 1)
+                    else:
+                        st.still += 1
             i += 1
         return "stopped"
 

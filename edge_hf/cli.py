@@ -141,6 +141,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             log.warning("%s", e)
     backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
     alert_policy(backend.spec, cfg)
+    for own, where in zip(cfg.camera_settings, cfg.camera_where, strict=False):
+        alert_policy(backend.spec, cfg, own.thresholds, f"{where}.thresholds")
     sections = {s.name: s for s in SINKS}
     for name, opts in settings.sinks:
         sections[name].check(opts)

@@ -34,19 +34,25 @@ from edge_hf._values import (  # noqa: F401  (the checks are part of this module
     Number,
     Option,
     _fail,
+    batch,
+    batch_wait,
     boolean,
+    camera_tables,
     cameras,
     cooldown,
+    decoder_threads,
     every,
     hz,
     k_of_n,
     log_level,
     max_bytes,
     max_rows,
+    max_skip,
     names,
     open_timeout,
     path,
     reconnect_max,
+    share,
     stall_timeout,
     stats_interval,
     text,
@@ -85,6 +91,12 @@ CORE: tuple[Option, ...] = (
     Option("capture.stall_timeout", "--stall-timeout", stall_timeout, 10.0,    "reopen a source after this many seconds without a frame"),
     Option("capture.password_dir", "--camera-password-dir", path, None, "network cameras: read camera NAME's password from DIR/camera-NAME-password (else $EDGE_HF_CAMERA_PASSWORD_NAME, else the systemd credential camera-NAME-password)", metavar="DIR"),
     Option("capture.open_timeout", "--open-timeout", open_timeout, 10.0,    "network cameras: seconds to wait for a connection"),
+    Option("capture.decoder_threads", "--decoder-threads", decoder_threads, 1, "FFmpeg decoder threads per camera (0: one per core, per camera)"),
+    Option("model.batch",    "--batch",             batch,        8,       "hyperframes of different cameras scored in one model call, at most"),
+    Option("model.batch_wait", "--batch-wait",      batch_wait,   0.004,   "seconds a ready hyperframe may wait for other cameras' to join its call"),
+    Option("motion.enabled", "--motion",            boolean,      False,   "skip the model on still windows (README: Many cameras)", "bool"),
+    Option("motion.threshold", "--motion-threshold", share,       0.01,    "share of the picture that must change to count as motion"),
+    Option("motion.max_skip", "--motion-max-skip",  max_skip,     2.0,     "seconds: on a still scene the model still runs this often"),
     Option("snapshots.enabled", "--snapshots",     boolean,      False,   "a JPEG of the frame at every alert's start, named in the event (README: Snapshots)", "bool"),
     Option("snapshots.dir",  "--snapshot-dir",      path,         None,    "where snapshots go (default: the state directory's snapshots/)"),
     Option("snapshots.max_count", "--snapshot-max-count", max_rows, 200,  "snapshots kept; the oldest go first"),
@@ -190,6 +202,8 @@ def resolve(
             + (f" or a [cameras] table in {file}" if file else " (or --config FILE)")
         )
     out["cameras.where"] = _camera_places(args, values.get("cameras"), file, len(out["cameras"]))
+    from_flags = getattr(args, "cameras", None) is not None or "cameras" not in values
+    out["cameras.own"] = () if from_flags else camera_tables(values["cameras"], f"{file}: cameras")
     return out
 
 
@@ -227,6 +241,7 @@ def build(v: dict[str, Any]) -> Settings:
         loop=v["capture.loop"],
         open_timeout=v["capture.open_timeout"],
         read_timeout=v["capture.stall_timeout"],
+        decoder_threads=v["capture.decoder_threads"],
     )
     where = v.get("cameras.where") or ("--camera",) * len(v["cameras"])
     run = RunConfig(
@@ -245,6 +260,10 @@ def build(v: dict[str, Any]) -> Settings:
         source_opts=src,
         stall_timeout=v["capture.stall_timeout"],
         snapshots=_snapshots(v),
+        camera_settings=_camera_settings(v.get("cameras.own", ())),
+        motion=_motion(v),
+        batch=v["model.batch"],
+        batch_wait=v["model.batch_wait"],
     )
     sinks = tuple((s.name, opts) for s in SINKS if (opts := s.settings(v)) is not None)
     return Settings(run, sinks, v["log_level"])
@@ -267,6 +286,20 @@ def _camera_passwords(
                 env_name(name),
             )
     return tuple(out)
+
+
+def _camera_settings(tables: tuple[dict[str, Any], ...]) -> tuple:
+    from edge_hf.camera import CameraSettings
+
+    if not any(tables):
+        return ()
+    return tuple(CameraSettings(**own) for own in tables)
+
+
+def _motion(v: dict[str, Any]):
+    from edge_hf.motion import MotionOptions
+
+    return MotionOptions(v["motion.enabled"], v["motion.threshold"], v["motion.max_skip"])
 
 
 def _snapshots(v: dict[str, Any]):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import importlib.util
 import logging
 import threading
@@ -12,13 +11,16 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_hf.alerts import AlertLogic, AlertPolicy, Event
+from edge_hf.alerts import AlertPolicy, Event
 from edge_hf.backends import Backend, BackendOptions, load_backend
-from edge_hf.capture import Capture, CapturePolicy, Mailbox
+from edge_hf.camera import Camera, CameraPlan, CameraSettings
+from edge_hf.capture import CapturePolicy
 from edge_hf.errors import SourceError, UsageError
-from edge_hf.health import LATENCY_BUCKETS, CameraCounters, Counters, Health
+from edge_hf.health import Counters, Health
+from edge_hf.inference import Batcher, InferenceStats
+from edge_hf.motion import MotionOptions
 from edge_hf.notify import Notifier, Watchdog
-from edge_hf.sampler import StrideSampler, hop_from_hz
+from edge_hf.sampler import input_buffers
 from edge_hf.sinks import RunInfo, Sink
 from edge_hf.sinks.base import statuses
 from edge_hf.snapshots import SnapshotOptions, SnapshotStore
@@ -49,36 +51,11 @@ class RunConfig:
     source_opts: SourceOptions = field(default_factory=SourceOptions)
     stall_timeout: float = 10.0
     snapshots: SnapshotOptions | None = None  # None: no snapshots
-
-
-@dataclass
-class Camera:
-    source: Source
-    sampler: StrideSampler
-    mailbox: Mailbox
-    capture: Capture
-    logic: AlertLogic
-    processed: int = 0  # hyperframes this camera put through the model
-
-
-class InferenceStats:
-    """Latency of the last 1024 inferences, preallocated; and a histogram of all of them."""
-
-    def __init__(self) -> None:
-        self.ms = np.zeros(1024, np.float64)
-        self.count = 0
-        self.buckets = [0] * (len(LATENCY_BUCKETS) + 1)
-        self.total = 0.0  # seconds
-
-    def add(self, seconds: float) -> None:
-        self.ms[self.count % len(self.ms)] = seconds * 1000.0
-        self.count += 1
-        self.buckets[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
-        self.total += seconds
-
-    def percentile(self, q: float) -> float:
-        n = min(self.count, len(self.ms))
-        return float(np.percentile(self.ms[:n], q)) if n else 0.0
+    camera_settings: tuple[CameraSettings, ...] = ()  # per camera, as ``cameras``; () none
+    motion: MotionOptions = field(default_factory=MotionOptions)  # every camera's default
+    batch: int = 8  # hyperframes per model call at most (across cameras)
+    batch_wait: float = 0.004  # seconds a ready hyperframe may wait for others to join it
+    max_age: float = 2.0  # seconds: an older waiting hyperframe is discarded (stale)
 
 
 def camera_args(cfg: RunConfig) -> list[tuple[str, str, str | None]]:
@@ -89,15 +66,23 @@ def camera_args(cfg: RunConfig) -> list[tuple[str, str, str | None]]:
     return list(zip(cfg.cameras, where, passwords, strict=True))
 
 
-def alert_policy(spec: HyperframeSpec, cfg: RunConfig) -> AlertPolicy:
+def alert_policy(
+    spec: HyperframeSpec,
+    cfg: RunConfig,
+    own: tuple[tuple[str, float], ...] = (),
+    where: str = "--threshold",
+) -> AlertPolicy:
+    """The run's thresholds over the model's defaults, and a camera's ``own`` over those
+    (``where`` names the camera's key in errors)."""
     thresholds = spec.thresholds
-    for name, value in cfg.thresholds:
-        if name not in spec.classes:
-            raise UsageError(
-                f"--threshold {name}={value}: the model has no class {name!r}; "
-                f"its classes are {list(spec.classes)}"
-            )
-        thresholds[name] = value
+    for place, pairs in (("--threshold", cfg.thresholds), (where, own)):
+        for name, value in pairs:
+            if name not in spec.classes:
+                raise UsageError(
+                    f"{place} {name}={value}: the model has no class {name!r}; "
+                    f"its classes are {list(spec.classes)}"
+                )
+            thresholds[name] = value
     if not thresholds:
         raise UsageError(
             f"the model declares no alert classes; choose some with --threshold "
@@ -148,7 +133,6 @@ class Runtime:
         self._beat = self.health.loop("inference")
         self.backend: Backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
         self.spec = self.backend.spec
-        policy = alert_policy(self.spec, cfg)
         self.cond = threading.Condition()
         if sources is None:
             sources = [open_source(c, cfg.source_opts, *more) for c, *more in camera_args(cfg)]
@@ -158,15 +142,35 @@ class Runtime:
             raise UsageError(
                 f"{where}: camera names must be unique, found {names}; name them as NAME=SOURCE"
             )
-        self.cameras = [self._camera(s, policy) for s in sources]
-        self.inputs = self.cameras[0].sampler.input_buffers()
-        self.logits = np.zeros((1, len(self.spec.classes)), np.float32)
+        plans = [self._plan(k, s) for k, s in enumerate(sources)]  # refuse bad values first
+        self.cameras = [self._camera(s, plan) for s, plan in zip(sources, plans, strict=True)]
+        if not 1 <= cfg.batch <= 64:
+            raise UsageError(f"--batch must be 1 to 64 hyperframes, found {cfg.batch}")
+        self.inputs = input_buffers(self.spec, min(cfg.batch, len(self.cameras)))
+        self.logits = np.zeros((len(self.inputs[0]), len(self.spec.classes)), np.float32)
         self.probs = np.zeros_like(self.logits)
+        self._rowmax = np.zeros((len(self.logits), 1), np.float32)  # softmax, per row
         self.backend.bind(self.inputs, self.logits)
+        self.batcher = Batcher(self.cameras, self.cond, self.inputs, cfg.batch_wait, cfg.max_age)
         self.latency = InferenceStats()
         self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None
 
-    def _camera(self, source: Source, policy: AlertPolicy) -> Camera:
+    def _plan(self, k: int, source: Source) -> CameraPlan:
+        """Camera ``k``'s settings: its own where it has them, else the run's."""
+        cfg = self.cfg
+        own = cfg.camera_settings[k] if cfg.camera_settings else CameraSettings()
+        where = cfg.camera_where[k] if cfg.camera_where else "--camera"
+        hz, every = (own.hz, own.every) if own.hz or own.every else (cfg.hz, cfg.every)
+        return CameraPlan(
+            every=every or 1,
+            hz=hz,
+            policy=alert_policy(self.spec, cfg, own.thresholds, f"{where}.thresholds"),
+            motion=replace(cfg.motion, **dict(own.motion)),
+            capture=CapturePolicy(stall_timeout=cfg.stall_timeout),
+            block=not source.live and cfg.source_opts.fast,
+        )
+
+    def _camera(self, source: Source, plan: CameraPlan) -> Camera:
         # Open once here so a bad file fails before anything starts, and --hz knows the fps.
         opened = False
         try:
@@ -175,17 +179,8 @@ class Runtime:
             if not source.live:
                 raise
             log.warning("%s; retrying", e)  # the capture thread retries with backoff
-        every = hop_from_hz(self.cfg.hz, source.fps) if self.cfg.hz else self.cfg.every
-        sampler = StrideSampler(self.spec, every)
-        mailbox = Mailbox(sampler, self.cond)
-        policy_c = CapturePolicy(
-            stall_timeout=self.cfg.stall_timeout,
-            block=not source.live and self.cfg.source_opts.fast,
-        )
         beat = self.health.loop(f"capture {source.name}")
-        capture = Capture(source, sampler, mailbox, policy_c, self.stop, opened, beat)
-        logic = AlertLogic(source.name, self.spec.classes, policy, source.fps)
-        return Camera(source, sampler, mailbox, capture, logic)
+        return Camera(source, self.spec, plan, self.cond, self.stop, beat, opened)
 
     def run(self) -> int:
         """Run until every source has ended or ``stop`` is set; return the exit code."""
@@ -195,22 +190,23 @@ class Runtime:
             log.info("stopped before the first frame")
             return 0
         self._start_sinks()
-        for cam in self.cameras:
-            log.info(
-                "camera %s: %s, every %d frame(s), model %s (%s)",
-                cam.source.name,
-                cam.source.display,
-                cam.sampler.every,
-                self.cfg.model.name,
-                self.backend.name,
-            )
-            cam.capture.start()
-        if self.notify is not None:
-            self.watchdog = Watchdog(
-                self.notify, self.health, self.counters, self._first_frame_in, self.stop
-            )
-            self.watchdog.start()
         try:
+            for cam in self.cameras:
+                log.info(
+                    "camera %s: %s, every %d frame(s)%s, model %s (%s)",
+                    cam.name,
+                    cam.source.display,
+                    cam.sampler.every,
+                    ", motion-gated" if cam.capture.gate else "",
+                    self.cfg.model.name,
+                    self.backend.name,
+                )
+                cam.capture.start()
+            if self.notify is not None:
+                self.watchdog = Watchdog(
+                    self.notify, self.health, self.counters, self._first_frame_in, self.stop
+                )
+                self.watchdog.start()
             self._loop()
         finally:
             self.stop.set()
@@ -223,11 +219,14 @@ class Runtime:
         return SourceError.exit_code if errors else 0
 
     def _start_sinks(self) -> None:
+        per_camera = {c.name: c.labels for c in self.cameras}
+        everyone = {label for labels in per_camera.values() for label in labels}
         info = RunInfo(
-            cameras=tuple(c.source.name for c in self.cameras),
-            labels=tuple(self.cameras[0].logic.labels),
+            cameras=tuple(per_camera),
+            labels=tuple(c for c in self.spec.classes if c in everyone),  # the model's order
             counters=self.counters,
             health=self.health,
+            camera_labels=per_camera,
             statuses=lambda: statuses(self.sinks),
             snapshots=self.snapshots,
             latest_frame=self.latest_frame,
@@ -248,31 +247,20 @@ class Runtime:
         """A copy of camera ``camera``'s newest decoded frame (None: no such camera or no frame
         yet); any thread. For the status page: made only when someone asks."""
         for c in self.cameras:
-            if c.source.name == camera:
-                return c.capture.snapshot()
+            if c.name == camera:
+                return c.latest_frame()
         return None
 
     def _first_frame_in(self) -> bool:
-        return any(c.capture.stats.grabbed for c in self.cameras)
+        return any(c.stats.grabbed for c in self.cameras)
 
     def counters(self) -> Counters:
         """A snapshot for stats and status lines; safe to call from any thread."""
         now = time.monotonic()
-        cams = tuple(
-            CameraCounters(
-                name=c.source.name,
-                grabbed=c.capture.stats.grabbed,
-                processed=c.processed,
-                dropped=c.capture.stats.dropped,
-                reconnects=c.capture.stats.reconnects,
-                connected=c.capture.stats.connected and now - c.capture.stats.last_frame < 5.0,
-            )
-            for c in self.cameras
-        )
         lat = self.latency
         return Counters(
             now,
-            cams,
+            tuple(c.counters(now) for c in self.cameras),
             lat.count,
             lat.percentile(50),
             lat.percentile(95),
@@ -283,29 +271,33 @@ class Runtime:
     def _loop(self) -> None:
         while not self.stop.is_set():
             self._beat.beat()
-            with self.cond:
-                cam = self._next_fresh()
-                if cam is None:
-                    if all(c.capture.done.is_set() for c in self.cameras):
-                        return
-                    self.cond.wait(0.1)
-                    continue
-                cam.mailbox.take(self.inputs)
-                frame, t = cam.mailbox.frame, cam.mailbox.time
-            t0 = time.perf_counter()
-            self.backend.infer()
-            self.latency.add(time.perf_counter() - t0)
+            if not self._step():
+                return
+
+    def _step(self) -> bool:
+        """One model call on the hyperframes ready now (a batch across cameras), each row's
+        scores to its own camera's alert logic; False once every capture has ended."""
+        b = self.batcher
+        n = b.collect()
+        if n <= 0:
+            return n == 0
+        t0 = time.perf_counter()
+        self.backend.infer(n)
+        self.latency.add(time.perf_counter() - t0, n)
+        self._activate()
+        for r in range(n):
+            cam = b.rows[r]
             cam.processed += 1
-            self._activate()
-            for ev in cam.logic.update(self.probs[0], frame, t):
+            for ev in cam.logic.update(self.probs[r], b.frames[r], b.times[r]):
                 if ev.kind == "start" and self.snapshots is not None:
                     ev = self._snapshot(cam, ev)
                 for sink in self.sinks:
                     sink.emit(ev)
+        return True
 
     def _snapshot(self, cam: Camera, ev: Event) -> Event:
         """The event with its snapshot, or as it was when there is no frame or no disk."""
-        image = cam.capture.snapshot()
+        image = cam.latest_frame()
         if image is None:
             return ev
         try:
@@ -317,15 +309,8 @@ class Runtime:
             return ev
         return replace(ev, snapshot=snap.file, small=snap.small)
 
-    def _next_fresh(self) -> Camera | None:
-        """The camera whose waiting hyperframe is oldest, so no camera starves another."""
-        best = None
-        for c in self.cameras:
-            if c.mailbox.fresh and (best is None or c.mailbox.time < best.mailbox.time):
-                best = c
-        return best
-
     def _activate(self) -> None:
+        """Logits to scores, row by row, in place (all rows: cheaper than slicing views)."""
         p = self.probs
         if self.spec.activation == "sigmoid":
             np.negative(self.logits, out=p)
@@ -333,17 +318,17 @@ class Runtime:
             np.add(p, 1.0, out=p)
             np.reciprocal(p, out=p)
         else:
-            np.subtract(self.logits, self.logits.max(), out=p)
+            np.max(self.logits, axis=1, keepdims=True, out=self._rowmax)
+            np.subtract(self.logits, self._rowmax, out=p)
             np.exp(p, out=p)
-            np.divide(p, p.sum(), out=p)
+            np.sum(p, axis=1, keepdims=True, out=self._rowmax)
+            np.divide(p, self._rowmax, out=p)
 
     def _shutdown(self) -> None:
-        deadline = time.monotonic() + 1.5
-        for c in self.cameras:
-            c.capture.join(max(0.0, deadline - time.monotonic()))
+        join_captures(self.cameras)
         now = time.time()
         for c in self.cameras:
-            for ev in c.logic.close(c.capture.stats.grabbed - 1, now):
+            for ev in c.logic.close(c.stats.grabbed - 1, now):
                 for sink in self.sinks:
                     sink.emit(ev)
         for sink in self.sinks:
@@ -352,19 +337,45 @@ class Runtime:
 
     def _summary(self) -> None:
         for c in self.cameras:
-            s = c.capture.stats
+            s = c.stats
             log.info(
-                "camera %s: %d frames, %d decoded, %d hyperframes, %d dropped, %d reconnects",
-                c.source.name,
+                "camera %s: %d frames, %d decoded, %d hyperframes, %d processed, skipped: "
+                "%d still, %d stale, %d busy; %d reconnects",
+                c.name,
                 s.grabbed,
                 s.decoded,
-                s.published,
+                s.published + s.still,
+                c.processed,
+                s.still,
+                s.stale,
                 s.dropped,
                 s.reconnects,
             )
         log.info(
-            "inference: %d runs, p50 %.2f ms, p95 %.2f ms",
+            "inference: %d hyperframes in %d calls, p50 %.2f ms, p95 %.2f ms per call",
             self.latency.count,
+            self.latency.calls,
             self.latency.percentile(50),
             self.latency.percentile(95),
         )
+
+
+def join_captures(cameras: list[Camera], warn_after: float = 2.0) -> None:
+    """Join every capture thread before returning, however long it takes: OpenCV aborts the
+    process if a capture is still held when the interpreter shuts down. A thread blocked in a
+    network read returns within its --stall-timeout; say so if that takes a while."""
+    deadline = time.monotonic() + warn_after
+    for c in cameras:
+        if c.capture.ident is None:  # never started (a failure while starting the others)
+            c.source.release()
+            continue
+        c.capture.join(max(0.0, deadline - time.monotonic()))
+    waiting = [c for c in cameras if c.capture.is_alive()]
+    if waiting:
+        log.info(
+            "waiting for %d camera(s) to let go of their source (%s)",
+            len(waiting),
+            ", ".join(c.name for c in waiting),
+        )
+    for c in waiting:
+        c.capture.join()

@@ -44,6 +44,11 @@ def hop_from_hz(hz: float, fps: float) -> int:
     return int(max(1, min(MAX_EVERY, round(min(fps / hz, 1e12)))))
 
 
+def input_buffers(spec: HyperframeSpec, batch: int = 1) -> list[np.ndarray]:
+    """Fresh zeroed buffers shaped like the model's inputs, ``batch`` hyperframes deep."""
+    return [np.zeros(spec.input_shape(i, batch), np.uint8) for i in range(len(spec.inputs))]
+
+
 class StrideSampler:
     """Ring and index tables for one source. Allocates everything in ``__init__``."""
 
@@ -53,27 +58,32 @@ class StrideSampler:
                 f"--every must be a whole number of frames 1 to {MAX_EVERY}, found {every!r}"
             )
         self.spec = spec
-        self.every = every
         self.window = k = spec.window
         h, w = spec.size
         self.ring = np.zeros((k, h, w, 3), np.uint8)
         # Views made once: indexing the ring per frame would allocate a new view object.
         self.slots = [self.ring[s] for s in range(k)]
         self._lags = [np.asarray(s.lags(), np.int64) for s in spec.inputs]
-        all_lags = sorted({int(lag) for lags in self._lags for lag in lags})
-        # needed(i) for i >= K-1 depends only on i % every: is i + lag an anchor for some lag?
-        self._needed = np.array(
-            [any((r + lag - (k - 1)) % every == 0 for lag in all_lags) for r in range(every)]
-        )
-        self._all_lags = all_lags
+        self._all_lags = sorted({int(lag) for lags in self._lags for lag in lags})
+        self.set_every(every)
         # Ring slots of each input's frames, for every anchor position a % K (oldest first).
         self._gather = [
             np.stack([(r - lags) % k for r in range(k)]).astype(np.intp) for lags in self._lags
         ]
 
+    def set_every(self, every: int) -> None:
+        """A new hop (a source reopened at another fps, with --hz); only between reads, since
+        the ring starts afresh after every (re)open."""
+        k = self.window
+        self.every = every
+        # needed(i) for i >= K-1 depends only on i % every: is i + lag an anchor for some lag?
+        self._needed = np.array(
+            [any((r + lag - (k - 1)) % every == 0 for lag in self._all_lags) for r in range(every)]
+        )
+
     def input_buffers(self, batch: int = 1) -> list[np.ndarray]:
         """Fresh zeroed buffers shaped like the model's inputs."""
-        return [np.zeros(self.spec.input_shape(i, batch), np.uint8) for i in range(len(self._lags))]
+        return input_buffers(self.spec, batch)
 
     def is_anchor(self, i: int) -> bool:
         """Does frame ``i`` complete a hyperframe?"""

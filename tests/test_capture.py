@@ -53,9 +53,7 @@ class Running:
         )
         sampler = StrideSampler(MOTION_SPEC, every)
         self.stop = threading.Event()
-        self.capture = Capture(
-            source, sampler, Mailbox(sampler, threading.Condition()), policy, self.stop
-        )
+        self.capture = Capture(source, Mailbox(sampler, threading.Condition()), policy, self.stop)
         self.stats = self.capture.stats
 
     def __enter__(self) -> Running:

@@ -73,10 +73,10 @@ def test_ready_then_watchdog_pings_that_stop_when_inference_freezes(tmp_path: Pa
     )
     frozen, thaw, real_infer = threading.Event(), threading.Event(), rt.backend.infer
 
-    def infer() -> None:
+    def infer(n=None) -> None:
         if frozen.is_set():
             thaw.wait(30)
-        real_infer()
+        real_infer(n)
 
     rt.backend.infer = infer
     runner = threading.Thread(target=rt.run)

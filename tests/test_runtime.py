@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from edge_hf.errors import UsageError
+from edge_hf.motion import MotionOptions
 from edge_hf.runtime import RunConfig, Runtime
 from edge_hf.sources import SourceOptions, open_source
 from edge_hf.sources.file import FileSource
@@ -33,12 +34,18 @@ class ListSink:
         self.closed = True
 
 
-@pytest.mark.parametrize("every", [1, 5])
-def test_steady_state_allocates_nothing_per_frame(tmp_path: Path, every: int):
+@pytest.mark.parametrize(("every", "motion"), [(1, False), (5, False), (1, True)])
+def test_steady_state_allocates_nothing_per_frame(tmp_path: Path, every: int, motion: bool):
     model = save_model(tmp_path / "m.onnx")
     opts = SourceOptions(fast=True)
     probe = AllocationProbe(open_source("synth://walk_left?frames=1600", opts), (300, 900, 1500))
-    cfg = RunConfig(cameras=("x",), model=model, every=every, source_opts=opts)
+    cfg = RunConfig(
+        cameras=("x",),
+        model=model,
+        every=every,
+        source_opts=opts,
+        motion=MotionOptions(enabled=motion),
+    )
     tracemalloc.start(1)
     try:
         Runtime(cfg, [ListSink()], threading.Event(), sources=[probe]).run()
@@ -120,8 +127,8 @@ def test_slow_inference_drops_stale_hyperframes_instead_of_queueing(tmp_path: Pa
     rt = Runtime(cfg, [ListSink()], stop)
     real_infer = rt.backend.infer
 
-    def slow_infer() -> None:
-        real_infer()
+    def slow_infer(n=None) -> None:
+        real_infer(n)
         stop.wait(0.02)  # 50 inferences/s against 200 frames/s
 
     rt.backend.infer = slow_infer

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import re
 from contextlib import nullcontext
 from pathlib import Path
@@ -256,3 +257,30 @@ def test_a_utf8_file_name_opens_and_a_name_that_is_not_utf8_is_refused(tmp_path:
     os.rename(good, bad)
     with pytest.raises(UsageError, match=r"v_\\xff.avi: the file name has bytes that are not"):
         open_source(os.fsdecode(bad), OPTS)
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="Linux /proc is needed")
+def test_decoder_threads_are_bounded_per_camera(h264_500: Path):
+    """Four H.264 cameras, decoder_threads=1: not one thread more in the process; FFmpeg's own
+    choice (0) adds threads per camera on a multi-core box. Counted in /proc/self/task."""
+
+    def added(threads: int) -> int:
+        sources = [FileSource(str(h264_500), f"c{i}", SourceOptions(decoder_threads=threads))
+                   for i in range(4)]  # fmt: skip
+        before = _threads()
+        try:
+            for s in sources:
+                s.open()
+                assert s.grab() and s.retrieve() is not None
+            return _threads() - before
+        finally:
+            for s in sources:
+                s.release()
+
+    assert added(1) == 0
+    if (os.cpu_count() or 1) > 1:
+        assert added(0) >= 4  # the bound is what made the difference

@@ -34,11 +34,14 @@ class Backend(Protocol):
         """Inputs, outputs and engine details, for ``edge-hf info``."""
 
     def bind(self, inputs: list[np.ndarray], output: np.ndarray) -> None:
-        """Use these buffers for every later ``infer()``: inputs as the spec's shapes, output
-        ``[N, classes]`` float32. Called once; the buffers must outlive the backend's use."""
+        """Use these buffers for every later ``infer()``: inputs as the spec's shapes with a
+        batch of B (``[B, T, H, W, 3]``), output ``[B, classes]`` float32. Called once; the
+        buffers must outlive the backend's use."""
 
-    def infer(self) -> None:
-        """Run the model on the bound inputs, writing logits into the bound output."""
+    def infer(self, n: int | None = None) -> None:
+        """Run the model on the first ``n`` (1 to B; None: all B) rows of the bound inputs, writing their
+        logits into the first ``n`` rows of the bound output. Allocation-free: a binding per
+        batch size is made in ``bind``."""
 
 
 Dims = Sequence[int | None]

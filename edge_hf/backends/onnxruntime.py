@@ -79,7 +79,7 @@ class OrtBackend:
         )
         if not isinstance(outs[0].shape[1], int):
             self._probe_output(ins, outs[0].name)
-        self._binding = self.session.io_binding()
+        self._bindings: list[Any] = []  # one per batch size 1..B, made by bind()
         self._names = [i.name for i in ins], outs[0].name
 
     def _probe_output(self, ins: list[Any], out_name: str) -> None:
@@ -101,13 +101,17 @@ class OrtBackend:
 
     def bind(self, inputs: list[np.ndarray], output: np.ndarray) -> None:
         in_names, out_name = self._names
-        b = self._binding
-        for name, arr in zip(in_names, inputs, strict=True):
-            b.bind_input(name, "cpu", 0, np.uint8, list(arr.shape), arr.ctypes.data)
-        b.bind_output(out_name, "cpu", 0, np.float32, list(output.shape), output.ctypes.data)
+        self._bindings = []
+        for n in range(1, len(output) + 1):  # rows are contiguous: the first n share a pointer
+            b = self.session.io_binding()
+            for name, arr in zip(in_names, inputs, strict=True):
+                b.bind_input(name, "cpu", 0, np.uint8, [n, *arr.shape[1:]], arr.ctypes.data)
+            shape = [n, *output.shape[1:]]
+            b.bind_output(out_name, "cpu", 0, np.float32, shape, output.ctypes.data)
+            self._bindings.append(b)
 
-    def infer(self) -> None:
-        self.session.run_with_iobinding(self._binding)
+    def infer(self, n: int | None = None) -> None:
+        self.session.run_with_iobinding(self._bindings[(n or len(self._bindings)) - 1])
 
 
 def _dims(shape: list[Any]) -> list[int | None]:

@@ -10,6 +10,14 @@ from edge_hf.errors import SourceError
 DEFAULT_FPS = 25.0
 
 
+def decoder_params(threads: int) -> list[int]:
+    """OpenCV open parameters that bound FFmpeg's decoder threads for one capture (0: leave
+    FFmpeg its default, a thread per core). ``CAP_PROP_N_THREADS`` is read by the FFmpeg
+    backend at open; the ``OPENCV_FFMPEG_CAPTURE_OPTIONS`` variable's ``threads;1`` is not
+    applied to the decoder by this OpenCV (measured: tests/test_sources.py counts the threads)."""
+    return [cv2.CAP_PROP_N_THREADS, threads] if threads > 0 else []
+
+
 class CvSource:
     """A cv2.VideoCapture with a reusable decode buffer. Subclasses set how to open it."""
 
@@ -25,6 +33,8 @@ class CvSource:
         self._frame: np.ndarray | None = None
 
     def open(self) -> None:
+        """Open (again); ``fps`` is read afresh every time (a camera may come back at
+        another rate)."""
         self.release()
         cap = cv2.VideoCapture(self._target, self._api, self._params)
         if not cap.isOpened():

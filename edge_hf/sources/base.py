@@ -21,6 +21,9 @@ class SourceOptions:
     loop: bool = False  # files: start again at the end
     open_timeout: float = 10.0  # seconds, network streams
     read_timeout: float = 10.0  # seconds, network streams (also bounds a stall)
+    # FFmpeg decoder threads per camera (files and streams); 0: FFmpeg's own choice (about one
+    # per core, per camera: 32 cameras on 2 cores would be 96 threads fighting for them)
+    decoder_threads: int = 1
 
 
 class Source(Protocol):

@@ -14,7 +14,7 @@ from pathlib import Path
 import cv2
 
 from edge_hf.errors import SourceError
-from edge_hf.sources._cv import CvSource
+from edge_hf.sources._cv import CvSource, decoder_params
 from edge_hf.sources.base import Pacer, SourceOptions
 
 log = logging.getLogger("edge_hf.sources")
@@ -27,7 +27,7 @@ class FileSource(CvSource):
         p = Path(path)
         if not p.is_file():
             raise SourceError(f"video file {path} does not exist; check the path given to --camera")
-        super().__init__(name, str(p), str(p), cv2.CAP_ANY)
+        super().__init__(name, str(p), str(p), cv2.CAP_ANY, decoder_params(opts.decoder_threads))
         self._opts = opts
         self._pacer = Pacer(self.fps, enabled=False)
         self.declared = 0  # frame count the container declares (0: it does not say)
@@ -38,7 +38,15 @@ class FileSource(CvSource):
         return f"cannot decode video file {self.display}; is it a video OpenCV/FFmpeg can read?"
 
     def open(self) -> None:
-        super().open()
+        try:
+            super().open()
+        except SourceError:
+            if not self._params:
+                raise
+            # a backend other than FFmpeg (picked by CAP_ANY) may refuse the thread bound;
+            # a local file is cheap to open twice
+            self._params = []
+            super().open()
         self.declared = max(0, int(self._cap.get(cv2.CAP_PROP_FRAME_COUNT)))
         self.lost = 0
         self._pacer = Pacer(self.fps, enabled=not self._opts.fast)

@@ -7,7 +7,7 @@ import cv2
 
 from edge_hf.credentials import with_password
 from edge_hf.redact import mask_url
-from edge_hf.sources._cv import CvSource
+from edge_hf.sources._cv import CvSource, decoder_params
 from edge_hf.sources.base import SourceOptions
 
 _MAX_MS = 2**31 - 1  # OpenCV takes the timeouts as a C int of milliseconds
@@ -29,6 +29,7 @@ class StreamSource(CvSource):
             _ms(opts.open_timeout),
             cv2.CAP_PROP_READ_TIMEOUT_MSEC,
             _ms(opts.read_timeout),
+            *decoder_params(opts.decoder_threads),
         ]
         target = with_password(url, password) if password is not None else url
         super().__init__(name, mask_url(target), target, cv2.CAP_FFMPEG, params)

@@ -1,0 +1,98 @@
+"""One camera of a run: its source, capture thread, mailbox, motion gate and alert logic, and
+what it says about itself (``counters()``), so the runtime never reads capture internals."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from edge_hf.alerts import AlertLogic, AlertPolicy
+from edge_hf.capture import Capture, CapturePolicy, Mailbox
+from edge_hf.health import CameraCounters, Heartbeat
+from edge_hf.motion import MotionGate, MotionOptions
+from edge_hf.sampler import StrideSampler, hop_from_hz
+from edge_hf.sources import Source
+from edge_hf.spec import HyperframeSpec
+
+CONNECTED_WITHIN = 5.0  # seconds: a camera whose last frame is older is not "connected"
+
+
+@dataclass(frozen=True)
+class CameraSettings:
+    """What one camera may set for itself in the config file (None or empty: the run's)."""
+
+    every: int | None = None
+    hz: float | None = None
+    thresholds: tuple[tuple[str, float], ...] = ()  # refine the run's thresholds
+    motion: tuple[tuple[str, Any], ...] = ()  # MotionOptions fields that differ from the run's
+
+
+@dataclass(frozen=True)
+class CameraPlan:
+    """Everything a camera is built from, resolved (the run's settings with the camera's own)."""
+
+    every: int
+    hz: float | None
+    policy: AlertPolicy
+    motion: MotionOptions
+    capture: CapturePolicy
+    block: bool  # --fast files: wait for inference rather than drop a hyperframe
+
+
+class Camera:
+    def __init__(
+        self,
+        source: Source,
+        spec: HyperframeSpec,
+        plan: CameraPlan,
+        cond: threading.Condition,
+        stop: threading.Event,
+        heartbeat: Heartbeat,
+        opened: bool = False,
+    ) -> None:
+        self.source, self.name, self.hz = source, source.name, plan.hz
+        every = hop_from_hz(plan.hz, source.fps) if plan.hz else plan.every
+        self.sampler = StrideSampler(spec, every)
+        self.mailbox = Mailbox(self.sampler, cond, block=plan.block, stop=stop)
+        self.capture = Capture(source, self.mailbox, plan.capture, stop, opened, heartbeat)
+        self.capture.on_open = self._retime
+        if plan.motion.enabled:
+            self.capture.gate = MotionGate(plan.motion, self.sampler)
+        self.logic = AlertLogic(source.name, spec.classes, plan.policy, source.fps)
+        self.labels = tuple(self.logic.labels)
+        self.processed = 0  # hyperframes this camera put through the model (inference thread)
+
+    @property
+    def stats(self):
+        return self.mailbox.stats
+
+    def _retime(self, fps: float) -> None:
+        """The source (re)opened at ``fps``: the hop (with --hz) and the cooldown follow it.
+        Called by the capture thread between reads, when the ring starts afresh."""
+        if self.hz:
+            every = hop_from_hz(self.hz, fps)
+            if every != self.sampler.every:
+                self.sampler.set_every(every)
+        self.logic.fps = fps
+
+    def counters(self, now: float | None = None) -> CameraCounters:
+        """A snapshot of this camera's counters, any thread (reads may be a frame stale)."""
+        s = self.mailbox.stats
+        now = time.monotonic() if now is None else now
+        return CameraCounters(
+            name=self.name,
+            grabbed=s.grabbed,
+            processed=self.processed,
+            dropped=s.dropped,
+            reconnects=s.reconnects,
+            connected=s.connected and now - s.last_frame < CONNECTED_WITHIN,
+            skipped=(("still", s.still), ("stale", s.stale), ("busy", s.dropped)),
+        )
+
+    def latest_frame(self) -> np.ndarray | None:
+        """A copy of the newest decoded frame at full resolution (None before the first)."""
+        return self.capture.snapshot()
