@@ -22,7 +22,8 @@ through ``python -m bench.inject``), to show each gate can fail:
 - ``leak``: a copy of each hyperframe kept forever;
 - ``poll``: the inference loop polls every 0.2 ms instead of sleeping until a hyperframe is ready.
 - ``int8-no-lpt``: the INT8 IR compiled without OpenVINO's low-precision transformations (its
-  FakeQuantize ops then run in FP32).
+  FakeQuantize ops then run in FP32);
+- ``http-poll``: the HTTP sink's server polls every 1 ms instead of every 0.5 s.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ GATES: dict[str, tuple[float, float, str, str]] = {
     "int8_b1": (1.0, 1.10, "int8-no-lpt", "INT8 / FP32 latency (p10), batch 1 (OpenVINO)"),
     "int8_b8": (1.0, 1.10, "int8-no-lpt", "INT8 / FP32 latency (p10), batch 8 (OpenVINO)"),
     "paced_cpu": (1.2, 1.5, "poll", "paced CPU / (decode paced + limit paced) CPU"),
+    "http_idle": (0.01, 0.03, "http-poll", "idle --http CPU / limit call CPU at 25/s"),
 }
 
 HIGHER_IS_BETTER = {"naive_hop1", "naive_hop5"}
@@ -64,6 +66,7 @@ KNOWN = {
     "leak",
     "poll",
     "int8-no-lpt",
+    "http-poll",
 }
 if INJECT - KNOWN:
     raise SystemExit(f"EDGE_HF_BENCH_INJECT: unknown {sorted(INJECT - KNOWN)}; one of {KNOWN}")
