@@ -105,6 +105,11 @@ class Verdicts:
 RESULTS: list[tuple[str, float, float, float, bool, bool, str]] = []
 
 
+def best(values: list[float]) -> float:
+    """A part's best round: its cost when the box left it alone (load only ever adds)."""
+    return float(min(values))
+
+
 def median_ratio(num: list[float], den: list[float]) -> float:
     """The median of per-round ratios: each round's parts were measured seconds apart."""
     return float(np.median([a / b for a, b in zip(num, den, strict=True)]))

@@ -14,7 +14,7 @@ import numpy as np
 
 from bench.gates import INJECT
 from edge_hf import capture, runtime
-from edge_hf.sampler import StrideSampler
+from edge_hf.sampler import StrideSampler, resize_into
 from edge_hf.sources._cv import CvSource
 
 _KEPT: list[np.ndarray] = []  # the "leak" regression's victims
@@ -79,6 +79,11 @@ def apply(names: frozenset[str] = INJECT) -> None:
             self.cond.wait = lambda timeout=None: wait(0.0002)
 
         runtime.Runtime.__init__ = polling_init
+    if "area-resize" in names:
+        # the seed's resize: INTER_AREA from the full frame, ~2 ms a frame at 576p (linear: 0.06)
+        capture.resize_into = lambda frame, dst, interpolation="linear": resize_into(
+            frame, dst, "area"
+        )
     if "http-poll" in names:
         _busy_http_server()
 
