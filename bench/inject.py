@@ -84,6 +84,15 @@ def apply(names: frozenset[str] = INJECT) -> None:
         capture.resize_into = lambda frame, dst, interpolation="linear": resize_into(
             frame, dst, "area"
         )
+    if "frame-float" in names:
+        resize = capture.resize_into
+
+        def float_first(frame: np.ndarray, dst: np.ndarray, interpolation: str = "linear"):
+            x = frame.astype(np.float32)  # the whole frame normalised on the CPU, then resized
+            x *= 1 / 255.0
+            resize(frame, dst, interpolation)
+
+        capture.resize_into = float_first
     if "http-poll" in names:
         _busy_http_server()
 
