@@ -14,7 +14,7 @@ import numpy as np
 
 from bench.gates import INJECT
 from edge_hf import capture, runtime
-from edge_hf.sampler import StrideSampler
+from edge_hf.sampler import StrideSampler, resize_into
 from edge_hf.sources._cv import CvSource
 
 _KEPT: list[np.ndarray] = []  # the "leak" regression's victims
@@ -79,6 +79,22 @@ def apply(names: frozenset[str] = INJECT) -> None:
             self.cond.wait = lambda timeout=None: wait(0.0002)
 
         runtime.Runtime.__init__ = polling_init
+    if "area-resize" in names:
+        # the seed's resize: INTER_AREA from the full frame, ~2 ms a frame at 576p (linear: 0.06)
+        capture.resize_into = lambda frame, dst, interpolation="linear": resize_into(
+            frame, dst, "area"
+        )
+    if "frame-float" in names:
+        resize = capture.resize_into
+
+        def float_first(frame: np.ndarray, dst: np.ndarray, interpolation: str = "linear"):
+            x = frame.astype(np.float32)  # the whole frame normalised on the CPU, then resized
+            x *= 1 / 255.0
+            resize(frame, dst, interpolation)
+
+        capture.resize_into = float_first
+    if "http-poll" in names:
+        _busy_http_server()
 
 
 def _serialise_decode_and_inference() -> None:
@@ -101,6 +117,17 @@ def _serialise_decode_and_inference() -> None:
         self.backend.infer = locked(self.backend.infer)
 
     runtime.Runtime.__init__ = serial_init
+
+
+def _busy_http_server() -> None:
+    """The HTTP sink's server wakes every 1 ms (say, to look for work) instead of every 0.5 s."""
+    from edge_hf.sinks import http
+
+    class Polling(http.ThreadingHTTPServer):
+        def serve_forever(self, poll_interval: float = 0.5) -> None:
+            super().serve_forever(0.001)
+
+    http.ThreadingHTTPServer = Polling
 
 
 def feed_dict_call(backend, inputs: list[np.ndarray]):

@@ -10,10 +10,11 @@
 - **step**: the runtime's inference step (its backend on its bound buffers);
 - **hop h**: ``edge-hf`` end to end on the file, every hyperframe processed (``--fast``).
 
-Gates (bench/gates.py), each the median of per-round ratios over interleaved rounds: hop h /
-(decode + limit / h) in wall time and in CPU time (every thread of the process; load moves it
-far less), step / limit on the 10th percentile of single calls, and the frames decoded at hop 5
-against those its hyperframes need. Both shipped demo models are measured: ONNX on onnxruntime,
+Gates (bench/gates.py), over interleaved rounds: hop h / (decode + limit / h) in wall time and
+in CPU time (every thread of the process), each part taken at its best round, i.e. its cost when
+the box left it alone: on this shared 2-core box the median of per-round ratios spread over
+±0.2 between healthy runs, wider than any single regression; step / limit on the 10th
+percentile of single calls; and the frames decoded at hop 5 against those its hyperframes need. Both shipped demo models are measured: ONNX on onnxruntime,
 the INT8 IR on OpenVINO.
 """
 
@@ -31,7 +32,7 @@ import numpy as np
 import pytest
 
 from bench.conftest import FRAMES
-from bench.gates import Verdicts, median_ratio
+from bench.gates import Verdicts, best, median_ratio
 from bench.measure import (
     DEMO_DIR,
     calls_stats,
@@ -42,7 +43,7 @@ from bench.measure import (
     runtime_ms,
 )
 
-ROUNDS = 7
+ROUNDS = 11
 HAS_OV = importlib.util.find_spec("openvino") is not None
 MODELS = [
     pytest.param(DEMO_DIR / "model.onnx", id="onnxruntime-fp32"),
@@ -80,6 +81,7 @@ def test_runtime_against_its_parts(benchmark, extra, clip_576p: Path, model: Pat
         iterations=1,
     )
     col = {k: list(zip(*v, strict=True)) for k, v in rows.items()}  # k -> (wall, cpu) or stats
+    extra["rounds"] = {k: [[round(float(x), 5) for x in r] for r in v] for k, v in rows.items()}
     wall = {k: col[k][0] for k in ("dec1", "dec5", "hop1", "hop5")}
     cpu = {k: col[k][1] for k in ("dec1", "dec5", "hop1", "hop5")}
     wall["limit"], cpu["limit"] = col["limit"][1], col["limit"][2]  # mean and CPU per call
@@ -96,20 +98,14 @@ def test_runtime_against_its_parts(benchmark, extra, clip_576p: Path, model: Pat
             model, rt.inputs[0].shape, extra["engine"]["threads"], extra["limit_p10_ms"]
         )
     v = Verdicts(prefix=f"{request.node.callspec.id}.")
-    for h in (1, 5):
-        ref = _add(wall[f"dec{h}"], wall["limit"], h)
-        v.check(extra, f"e2e_hop{h}", median_ratio(wall[f"hop{h}"], ref))
-        ref = _add(cpu[f"dec{h}"], cpu["limit"], h)
-        v.check(extra, f"e2e_cpu_hop{h}", median_ratio(cpu[f"hop{h}"], ref))
+    for h in (1, 5):  # each part's best round: what it costs when the box leaves it alone
+        for name, t in ((f"e2e_hop{h}", wall), (f"e2e_cpu_hop{h}", cpu)):
+            v.check(extra, name, best(t[f"hop{h}"]) / (best(t[f"dec{h}"]) + best(t["limit"]) / h))
     v.check(extra, "step", median_ratio(p10["step"], p10["limit"]))
     # Not a time: frames decoded at hop 5 against those its hyperframes use (the decode-all
     # regression costs ~5 % here, as OpenCV's FFmpeg grab() decodes and retrieve() only converts).
     v.check(extra, "decoded_hop5", max(col["hop5"][2]) / sum(masks[5]))
     v.assert_all()
-
-
-def _add(decode, limit, hop: int) -> list[float]:
-    return [d + lim / hop for d, lim in zip(decode, limit, strict=True)]
 
 
 def engine_threads(backend) -> int:

@@ -86,7 +86,7 @@ def delivered(sub: Subscriber, topic: str = "edge-hf/events") -> list[str]:
 
 def spooled(state: Path) -> list[str]:
     with sqlite3.connect(state / Spool.FILENAME) as db:
-        rows = db.execute("SELECT payload FROM outbox ORDER BY id").fetchall()
+        rows = db.execute("SELECT payload FROM outbox WHERE NOT retain ORDER BY id").fetchall()
     return ids(json.loads(p) for (p,) in rows)
 
 

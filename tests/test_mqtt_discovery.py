@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from edge_hf.alerts import Event
 from edge_hf.errors import UsageError
 from edge_hf.health import Counters, Health
 from edge_hf.sinks import RunInfo
@@ -54,6 +55,7 @@ def n_configs(sub: Subscriber) -> int:
 
 
 EXPECTED = len(CAMERAS) * (len(LABELS) + 2)  # a binary sensor per class, fps, inference ms
+EXPECTED_WITH_IMAGES = EXPECTED + len(CAMERAS) * len(LABELS)  # and an image per class
 
 
 def test_discovery_configs_are_complete_stable_and_resent_when_home_assistant_starts(tmp_path):
@@ -114,23 +116,54 @@ def test_availability_reads_stopped_after_a_clean_stop_and_offline_after_a_cut(t
             s.close()
 
 
-def test_mqtt_cleanup_removes_every_entity_and_nothing_else(tmp_path: Path):
+def retained_for_node(port: int, node: str = "site_a", prefix: str = "site/a/") -> list[str]:
+    """Topics a fresh subscriber to the prefix and to homeassistant/# gets retained for the
+    node. The broker sends retained messages right after the SUBACK, in one burst: a
+    foreign retained topic (set by the test) is the sign the burst has been read."""
+    with Subscriber(port, "#") as sub:
+        assert wait_until(lambda: sub.messages(FOREIGN), 5)
+        time.sleep(0.3)  # the rest of the burst
+        return sorted(
+            m.topic
+            for m in sub.messages()
+            if m.retain and m.raw and (m.topic.startswith(prefix) or f"/{node}/" in m.topic)
+        )
+
+
+FOREIGN = "homeassistant/binary_sensor/site_b/porch_fall/config"  # another edge-hf's
+
+
+def test_mqtt_cleanup_removes_everything_the_node_retained_and_nothing_else(tmp_path: Path):
     with Mosquitto() as broker:
         s = sink(broker, tmp_path / "state")
-        s.start(info())
+        run = info()
+        s.start(RunInfo(run.cameras, run.labels, run.counters, run.health, snapshots=object()))
+        s.emit(Event("start", "e1", "porch", "fall", 0.9, 0.9, 1, time.time(), small=b"jpeg"))
         with Subscriber(broker.port) as sub:
-            assert wait_until(lambda: len(configs(sub)) == EXPECTED, 10)
+            sub.client.publish(FOREIGN, "{}", qos=1, retain=True)
+            sub.client.publish("site/b/available", "online", qos=1, retain=True)
+            assert wait_until(lambda: len(configs(sub)) == EXPECTED_WITH_IMAGES + 1, 10)
+            assert wait_until(lambda: sub.messages("site/a/porch/fall/snapshot"), 10)
+            assert wait_until(lambda: s.spool.depth == 0, 10)
         s.close()
+        before = retained_for_node(broker.port)
+        # 4 states per camera, the snapshot, availability
+        assert len(before) == EXPECTED_WITH_IMAGES + 4 + 1 + 1, before
+        assert "site/a/porch/fall/snapshot" in before and "site/a/available" in before
         config = tmp_path / "edge-hf.toml"
         config.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:{broker.port}/site/a"\n')
         r = run_cli("mqtt-cleanup", "--config", str(config), timeout=60)
         assert r.returncode == 0, r.stderr
-        assert f"removed {EXPECTED} Home Assistant entities of node site_a" in r.stderr
-        topic = "homeassistant/binary_sensor/site_a/porch_fall/config"
-        assert retained(broker.port, topic) is None
-        assert retained(broker.port, "site/a/available") == "stopped"  # not ours to remove
+        assert f"removed {EXPECTED_WITH_IMAGES} Home Assistant entities of node site_a and 6 " \
+            "retained topic(s) under site/a/" in r.stderr  # fmt: skip
+        assert sorted(r.stdout.splitlines()) == before  # it names what it removed
+        assert r.stdout.splitlines()[-1] == "site/a/available"  # the entities went first
+        assert retained_for_node(broker.port) == []
+        assert retained(broker.port, FOREIGN) == "{}"  # not ours to remove
+        assert retained(broker.port, "site/b/available") == "online"
         r = run_cli("mqtt-cleanup", "--config", str(config), timeout=60)
-        assert r.returncode == 0 and "removed 0 Home Assistant entities" in r.stderr
+        assert r.returncode == 0 and r.stdout == ""
+        assert "removed 0 Home Assistant entities of node site_a and 0 retained" in r.stderr
 
 
 def test_mqtt_cleanup_without_a_broker_is_one_line_and_exit_2(tmp_path: Path):

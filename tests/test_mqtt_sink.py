@@ -41,8 +41,8 @@ def run_info(cameras=("porch",), labels=("fall",)) -> RunInfo:
     )
 
 
-def event(kind: str = "start") -> Event:
-    return Event(kind, str(uuid.uuid4()), "porch", "fall", 0.9, 0.9, 1, time.time())
+def event(kind: str = "start", small: bytes | None = None) -> Event:
+    return Event(kind, str(uuid.uuid4()), "porch", "fall", 0.9, 0.9, 1, time.time(), small=small)
 
 
 def sink_for(broker: Mosquitto, state: Path) -> MqttSink:
@@ -115,6 +115,36 @@ def test_a_closed_sink_keeps_unacknowledged_alerts_for_the_next_run(tmp_path: Pa
                 assert all(e.id in p for e, p in zip(sent, got, strict=True))  # oldest first
             finally:
                 again.close()
+
+
+def test_snapshots_raised_while_the_broker_is_down_arrive_each_before_its_event(tmp_path):
+    """The retained snapshot is spooled with its event: a broker that is down when the alert
+    starts, and a sink that is closed before it returns, lose neither, nor their order."""
+    snap = "edge-hf/porch/fall/snapshot"
+    with Mosquitto() as broker:
+        sink = sink_for(broker, tmp_path)
+        sink.start(run_info())
+        assert wait_until(lambda: sink._connected, 10)
+        broker.stop()
+        assert wait_until(lambda: not sink._connected, 10)
+        sent = [event(small=b"jpeg A"), event("end"), event(small=b"jpeg B")]
+        for e in sent:
+            sink.emit(e)
+        sink.close()
+        assert sink.spool.depth == 5  # two snapshots, three events
+        broker.start()
+        with Subscriber(broker.port) as sub:
+            again = sink_for(broker, tmp_path)
+            again.start(run_info())
+            try:
+                assert wait_until(lambda: len(sub.payloads("edge-hf/events")) == 3, 10)
+                assert wait_until(lambda: again.spool.depth == 0, 5)
+            finally:
+                again.close()
+        order = [m.payload if m.topic == snap else m.payload.split('"id":"')[1][:36]
+                 for m in sub.messages() if m.topic in (snap, "edge-hf/events")]  # fmt: skip
+        assert order == ["jpeg A", sent[0].id, sent[1].id, "jpeg B", sent[2].id]
+        assert retained(broker.port, snap) == "jpeg B"  # published retained, the newest last
 
 
 @pytest.mark.parametrize(

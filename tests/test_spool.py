@@ -74,6 +74,36 @@ def test_limits_drop_the_oldest_and_count_them(tmp_path, caplog, limits, sizes, 
     s.close()
 
 
+def test_a_full_spool_gives_up_replaced_snapshots_before_any_event(tmp_path: Path):
+    """Snapshots are retained: an older one on the same topic is overwritten on the broker
+    anyway, so its bytes go before an event's; the last one per topic stays, and nothing
+    that goes that way counts as a dropped alert."""
+    s = Spool(tmp_path, SpoolLimits(max_bytes=4096))
+    rows = []
+    for n in range(4):
+        rows.append(s.put("p/cam/fall/snapshot", b"j" * 1500, retain=True))
+        rows.append(s.put("p/events", b"event %d" % n))
+    kept = [(m.id, m.retain) for m in s.pending()]
+    assert kept == [(rows[1], False), (rows[3], False), (rows[4], True), (rows[5], False),
+                    (rows[6], True), (rows[7], False)]  # fmt: skip
+    assert s.dropped == 0 and s.size <= 4096
+    s.close()
+    s = Spool(tmp_path)  # the flag is on disk
+    assert [m.retain for m in s.pending()] == [False, False, True, False, True, False]
+    s.close()
+
+
+def test_a_spool_written_before_snapshots_were_spooled_gains_the_retain_column(tmp_path):
+    with sqlite3.connect(tmp_path / Spool.FILENAME) as db:
+        db.execute("CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                   "created REAL NOT NULL, topic TEXT NOT NULL, payload BLOB NOT NULL)")  # fmt: skip
+        db.execute("INSERT INTO outbox (created, topic, payload) VALUES (0, 'p/events', 'old')")
+    s = Spool(tmp_path)
+    s.put("p/c/l/snapshot", b"jpeg", retain=True)
+    assert [(m.payload, m.retain) for m in s.pending()] == [(b"old", False), (b"jpeg", True)]
+    s.close()
+
+
 def test_warnings_about_drops_thin_out(tmp_path: Path, caplog):
     caplog.set_level(logging.WARNING, "edge_hf.spool")
     s = Spool(tmp_path, SpoolLimits(max_rows=1))

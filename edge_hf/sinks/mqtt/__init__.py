@@ -110,6 +110,9 @@ def cleanup(opts: MqttOptions | None) -> int:
 
 
 CLEANUP = Command(
-    "mqtt-cleanup", "remove this edge-hf's Home Assistant entities from the broker", cleanup
+    "mqtt-cleanup",
+    "remove what this edge-hf retained on the broker (Home Assistant entities, states, "
+    "snapshots, availability)",
+    cleanup,
 )
 SECTION = SinkSection("mqtt", OPTIONS, settings, create, check, describe, (CLEANUP,))

@@ -19,7 +19,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created REAL NOT NULL,
     topic TEXT NOT NULL,
-    payload BLOB NOT NULL
+    payload BLOB NOT NULL,
+    retain INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS rejected (
     id INTEGER PRIMARY KEY,
@@ -86,6 +87,9 @@ def connect(path: Path) -> sqlite3.Connection:
     db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
     db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
     db.executescript(SCHEMA)
+    columns = {row[1] for row in db.execute("PRAGMA table_info(outbox)")}
+    if "retain" not in columns:  # a spool from a version that spooled events only
+        db.execute("ALTER TABLE outbox ADD COLUMN retain INTEGER NOT NULL DEFAULT 0")
     return db
 
 

@@ -11,7 +11,7 @@ will) both read as unavailable, through the availability ``value_template``.
 
 ``node_id`` comes from the topic prefix, which already has to be unique per edge-hf on a broker,
 so unique ids are the same on every restart and differ between two edge-hf boxes.
-``cleanup`` empties every retained config under this node (``edge-hf mqtt-cleanup``).
+``edge-hf mqtt-cleanup`` (``cleanup.py``) empties every retained config under this node.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
-import time
 
 from edge_hf import __version__
 from edge_hf.errors import UsageError
@@ -126,32 +124,3 @@ def _check_distinct(cameras) -> None:
                 f"cameras {other!r} and {cam!r} would be the same Home Assistant device "
                 f"({slug(cam)!r}); rename one (letters, digits, '_' and '-' are kept as they are)"
             )
-
-
-def cleanup(client, discovery: str, prefix: str, quiet: float = 1.0, limit: float = 10.0) -> int:
-    """Empty every retained config under this node on a connected, looping paho ``client``;
-    the number removed. Waits for the broker's retained messages until ``quiet`` seconds pass
-    without one (at most ``limit``)."""
-    node = node_id(prefix)
-    found: dict[str, bool] = {}
-    last = [time.monotonic()]
-    subscribed = threading.Event()
-
-    def on_message(client, userdata, msg):
-        if msg.retain and msg.payload:
-            found[msg.topic] = True
-        last[0] = time.monotonic()
-
-    client.on_message = on_message
-    client.on_subscribe = lambda *a: subscribed.set()
-    client.subscribe(f"{discovery}/+/{node}/+/config", qos=1)
-    start = time.monotonic()
-    subscribed.wait(limit)
-    last[0] = max(last[0], time.monotonic())
-    while time.monotonic() - last[0] < quiet and time.monotonic() - start < limit:
-        time.sleep(0.05)
-    client.unsubscribe(f"{discovery}/+/{node}/+/config")
-    for topic in sorted(found):
-        client.publish(topic, b"", qos=1, retain=True).wait_for_publish(5)
-        log.info("mqtt: removed %s", topic)
-    return len(found)

@@ -7,12 +7,12 @@ Topics under the prefix (``edge-hf`` unless the URL names one):
 - ``<prefix>/events``           one JSON object per alert start/end, QoS 1, not retained.
 - ``<prefix>/<camera>/<label>`` ``ON`` / ``OFF``, retained (Home Assistant binary sensors).
 - ``<prefix>/<camera>/<label>/snapshot``  with ``--snapshots``: the small JPEG of the latest
-  alert, retained, published before its event.
+  alert, retained, spooled just before its event (so published before it, and as durable).
 - ``<prefix>/stats``            JSON every ``stats_interval`` seconds, QoS 0.
 - ``homeassistant/…/config``    with ``discovery``: Home Assistant entities (``discovery.py``),
   sent on every connect and whenever ``homeassistant/status`` says ``online``.
 
-Every event is committed to the spool (``edge_hf.sinks.mqtt.spool``) in ``emit`` - on the frame loop's
+Every event (with its snapshot, retained, just before it) is committed to the spool (``edge_hf.sinks.mqtt.spool``) in ``emit`` - on the frame loop's
 thread, which waits for the disk but never for the broker - and deleted when the broker's PUBACK
 for it arrives (paho's ``on_publish`` with its mid). A worker thread does all the publishing:
 on every connect it republishes ``online`` and the states, then walks the spool oldest-first,
@@ -81,7 +81,6 @@ class MqttSink:
         self._states: dict[tuple[str, str], str] = {}
         self._dirty: set[tuple[str, str]] = set()
         self._snapshots: dict[tuple[str, str], bytes] = {}  # the latest small JPEG per state
-        self._dirty_snapshots: set[tuple[str, str]] = set()
         self._thread: threading.Thread | None = None
         self._next_stats = 0.0
 
@@ -151,13 +150,15 @@ class MqttSink:
             )
 
     def emit(self, event: Event) -> None:
+        key = (event.camera, event.label)
         if event.kind == "start" and event.small is not None:
-            with self._lock:  # before the event is spooled: the worker publishes it first
-                self._snapshots[(event.camera, event.label)] = event.small
-                self._dirty_snapshots.add((event.camera, event.label))
+            # spooled before its event, so published before it, on every connection
+            topic = f"{self.opts.prefix}/{event.camera}/{event.label}/snapshot"
+            self.spool.put(topic, event.small, retain=True)
+            with self._lock:
+                self._snapshots[key] = event.small  # restated on every connect
         payload = json.dumps(event.to_dict(), separators=(",", ":")).encode()
         self.spool.put(self.t_events, payload)  # the disk refused: it waits in memory, in order
-        key = (event.camera, event.label)
         with self._lock:
             self._states[key] = "ON" if event.kind == "start" else "OFF"
             self._dirty.add(key)
@@ -262,7 +263,6 @@ class MqttSink:
         if self._discover:
             self._discover = False
             self._publish_configs()
-        self._publish_snapshots()
         self._publish_states()
         self._publish_spooled()
         if stats and time.monotonic() >= self._next_stats:
@@ -271,27 +271,21 @@ class MqttSink:
 
     def _announce(self) -> None:
         """A new connection: describe ourselves to Home Assistant (if asked to), say we are
-        here, restate every state, replay the spool."""
+        here, restate every state and snapshot (a broker without persistence forgot them),
+        replay the spool."""
         self._publish_configs()
         self.link.publish(self.t_available, "online", qos=1, retain=True)
         with self._lock:
             self._dirty.update(self._states)
-            self._dirty_snapshots.update(self._snapshots)
+            snapshots = sorted(self._snapshots.items())
+        p = self.opts.prefix
+        for (camera, label), jpeg in snapshots:
+            self.link.publish(f"{p}/{camera}/{label}/snapshot", jpeg, qos=1, retain=True)
         self._cursor = 0
 
     def _publish_configs(self) -> None:
         for topic, payload in self._configs:
             self.link.publish(topic, payload, qos=1, retain=True)
-
-    def _publish_snapshots(self) -> None:
-        """``<prefix>/<camera>/<label>/snapshot``: the small JPEG of the latest alert, retained,
-        published before the event that names it (same connection, same order)."""
-        with self._lock:
-            changed = [(k, self._snapshots[k]) for k in sorted(self._dirty_snapshots)]
-            self._dirty_snapshots.clear()
-        p = self.opts.prefix
-        for (camera, label), jpeg in changed:
-            self.link.publish(f"{p}/{camera}/{label}/snapshot", jpeg, qos=1, retain=True)
 
     def _publish_states(self) -> None:
         with self._lock:
@@ -307,14 +301,13 @@ class MqttSink:
             rows = self.spool.pending(self._cursor, room)
             if not rows:
                 return
-            self._publish_snapshots()  # emit() stores one before spooling its event: first
             busy = set(self._inflight.values())  # paho resends those itself
             for row in rows:
                 self._cursor = row.id
                 if row.id in busy:
                     continue
                 try:
-                    mid = self.link.publish(row.topic, row.payload, qos=1)
+                    mid = self.link.publish(row.topic, row.payload, qos=1, retain=row.retain)
                 except (ValueError, TypeError) as e:  # paho refuses it, now and forever
                     self.spool.reject(row.id, f"{type(e).__name__}: {e}")
                     continue

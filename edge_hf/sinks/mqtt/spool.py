@@ -3,8 +3,12 @@ deleted only when the broker acknowledged it, so neither a broker outage nor a c
 process loses one.
 
 SQLite in WAL mode with ``synchronous=FULL``: a ``put`` that returned ``True`` survives a power
-cut. The table is bounded by rows and by payload bytes; when full, the *oldest* rows are dropped
+cut. The table is bounded by rows and by payload bytes; when full, a retained message (a
+snapshot) that a newer one on its topic replaces anyway goes first, then the *oldest* rows
 (the newest alert is the one someone is waiting for), counted, and warned about.
+
+Events are spooled, and so are the retained snapshots published before them (``retain``): one
+id sequence, so a snapshot is delivered before its event even across an outage or a restart.
 
 A full (or failing) file system does not lose alerts either, as long as this process lives:
 
@@ -49,6 +53,13 @@ log = logging.getLogger("edge_hf.spool")
 
 MEMORY_MAX = 1000  # alerts kept in memory while the disk cannot take them
 REJECTED_MAX = 100  # unpublishable rows kept aside for a person to look at
+# the spool is over its limits: what goes first (fetchall: step a RETURNING statement to its end)
+SUPERSEDED = """DELETE FROM outbox WHERE id = (
+    SELECT min(a.id) FROM outbox a WHERE a.retain AND a.id != ? AND EXISTS (
+        SELECT 1 FROM outbox b WHERE b.retain AND b.topic = a.topic AND b.id > a.id))
+RETURNING length(payload)"""
+OLDEST = """DELETE FROM outbox WHERE id = (SELECT min(id) FROM outbox WHERE id != ?)
+RETURNING length(payload)"""
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,7 @@ class Spooled(NamedTuple):
     id: int
     topic: str
     payload: bytes
+    retain: bool = False  # published retained (a snapshot), else an event
 
 
 class Spool:
@@ -119,12 +131,12 @@ class Spool:
     def in_memory(self) -> int:
         return len(self._memory)
 
-    def put(self, topic: str, payload: bytes) -> int:
+    def put(self, topic: str, payload: bytes, retain: bool = False) -> int:
         """Store one message and return its id. It is on disk (committed and fsynced) unless
         the disk refused it (``in_memory`` > 0); either way it will be delivered in order."""
         with self._lock:
             self._last_id += 1
-            self._memory.append(Spooled(self._last_id, topic, payload))
+            self._memory.append(Spooled(self._last_id, topic, payload, retain))
             while len(self._memory) > MEMORY_MAX:
                 self._memory.popleft()
                 self._warn_dropped(1)
@@ -140,8 +152,8 @@ class Spool:
                 raise sqlite3.OperationalError("no room for the spool's reserve")
             with self._transaction() as db:
                 db.executemany(
-                    "INSERT INTO outbox (id, created, topic, payload) VALUES (?, ?, ?, ?)",
-                    [(m.id, time.time(), m.topic, m.payload) for m in self._memory],
+                    "INSERT INTO outbox (id, created, topic, payload, retain) VALUES (?, ?, ?, ?, ?)",
+                    [(m.id, time.time(), m.topic, m.payload, m.retain) for m in self._memory],
                 )
                 n, size = len(self._memory), sum(len(m.payload) for m in self._memory)
                 self._disk_depth, self._disk_size = self._disk_depth + n, self._disk_size + size
@@ -175,20 +187,20 @@ class Spool:
             )
 
     def _enforce_limits(self, newest: int) -> int:
-        """Delete the oldest rows (never ``newest``) until within the limits; count them."""
+        """Delete rows (never ``newest``) until within the limits: first retained messages a
+        newer one on the same topic replaces anyway (a snapshot's bytes must not push events
+        out), then the oldest rows, counted."""
         lim, dropped = self.limits, 0
         while self._disk_depth > lim.max_rows or (
             self._disk_size > lim.max_bytes and self._disk_depth > 1
         ):
-            rows = self._db.execute(  # fetchall: step a RETURNING statement to its end
-                "DELETE FROM outbox WHERE id = (SELECT min(id) FROM outbox WHERE id != ?) "
-                "RETURNING length(payload)",
-                (newest,),
-            ).fetchall()
+            rows = self._db.execute(SUPERSEDED, (newest,)).fetchall()
+            if not rows:
+                rows = self._db.execute(OLDEST, (newest,)).fetchall()
+                dropped += len(rows)
             if not rows:
                 break
             self._disk_depth, self._disk_size = self._disk_depth - 1, self._disk_size - rows[0][0]
-            dropped += 1
         return dropped
 
     def _warn_dropped(self, n: int) -> None:
@@ -211,11 +223,11 @@ class Spool:
         A row that is not a text topic and a text or blob payload is set aside."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT id, topic, payload FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
+                "SELECT id, topic, payload, retain FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
                 (after, limit + len(self._acked)),
             ).fetchall()
             out = []
-            for i, topic, payload in rows:
+            for i, topic, payload, retain in rows:
                 if i in self._acked:
                     continue
                 if isinstance(payload, str):
@@ -225,7 +237,7 @@ class Spool:
                         i, f"topic {type(topic).__name__}, payload {type(payload).__name__}"
                     )
                     continue
-                out.append(Spooled(int(i), topic, payload))
+                out.append(Spooled(int(i), topic, payload, bool(retain)))
             out += [m for m in self._memory if m.id > after]
             return out[:limit]
 
