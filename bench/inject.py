@@ -37,16 +37,16 @@ def apply(names: frozenset[str] = INJECT) -> None:
     if "leak" in names:
         take = capture.Mailbox.take
 
-        def leaking_take(self: capture.Mailbox, inputs: list[np.ndarray]) -> None:
+        def leaking_take(self: capture.Mailbox, inputs: list[np.ndarray], row: int = 0) -> None:
             _KEPT.append(self.buffers[0].copy())
-            take(self, inputs)
+            take(self, inputs, row)
 
         capture.Mailbox.take = leaking_take
     if "float-input" in names:
         take_ = capture.Mailbox.take
 
-        def float_take(self: capture.Mailbox, inputs: list[np.ndarray]) -> None:
-            take_(self, inputs)
+        def float_take(self: capture.Mailbox, inputs: list[np.ndarray], row: int = 0) -> None:
+            take_(self, inputs, row)
             x = inputs[0].astype(np.float32)  # normalising on the CPU, as the seed's loop does
             x -= 114.0
             x *= 1 / 58.0
