@@ -76,9 +76,11 @@ class Windows:
 
 
 class TrainSet(Dataset):
-    """``samples_per_clip`` random windows per clip per epoch, augmented. A clip whose windows
-    carry several labels (an annotated fall: fall, then lying) gives each label an equal share:
-    the short action is not drowned by the long still parts around it."""
+    """``samples_per_clip`` random windows per clip per epoch, augmented, each label an equal
+    share of them: a label first, then a clip that has windows of it, then one of those windows.
+    The short action of an annotated clip (a fall, then lying) is not drowned by the long still
+    parts around it, and a label many clips carry (``other``: lying, sitting) does not outweigh
+    the actions."""
 
     def __init__(
         self,
@@ -90,17 +92,19 @@ class TrainSet(Dataset):
     ) -> None:
         self.w, self.k, self.aug, self.flip, self.seed = w, samples_per_clip, aug, flip, seed
         self.epoch = 0
-        self.by_label = [
-            [np.flatnonzero(labels == lab) for lab in np.unique(labels)] for labels in w.labels
-        ]
+        where: dict[int, list[tuple[int, np.ndarray]]] = {}  # label: [(clip, window indices)]
+        for c, labels in enumerate(w.labels):
+            for lab in np.unique(labels).tolist():
+                where.setdefault(lab, []).append((c, np.flatnonzero(labels == lab)))
+        self.where = [where[lab] for lab in sorted(where)]
 
     def __len__(self) -> int:
         return len(self.w.clips) * self.k
 
     def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
         rng = np.random.default_rng((self.seed, self.epoch, i))
-        c = i // self.k
-        group = self.by_label[c][int(rng.integers(len(self.by_label[c])))]
+        clips = self.where[i % len(self.where)]
+        c, group = clips[int(rng.integers(len(clips)))]
         j = int(group[rng.integers(len(group))])
         frames, label = augment(
             self.w.window(c, int(self.w.starts[c][j])),
