@@ -15,7 +15,7 @@ from edge_hf.alerts import AlertPolicy, Event
 from edge_hf.backends import Backend, BackendOptions, load_backend
 from edge_hf.camera import Camera, CameraPlan, CameraSettings
 from edge_hf.capture import CapturePolicy
-from edge_hf.errors import SourceError, UsageError
+from edge_hf.errors import SourceError, SpecError, UsageError
 from edge_hf.health import Counters, Health
 from edge_hf.inference import Batcher, InferenceStats
 from edge_hf.motion import MotionOptions
@@ -25,7 +25,7 @@ from edge_hf.sinks import RunInfo, Sink
 from edge_hf.sinks.base import statuses
 from edge_hf.snapshots import SnapshotOptions, SnapshotStore
 from edge_hf.sources import Source, SourceOptions, open_source
-from edge_hf.spec import HyperframeSpec
+from edge_hf.spec import HyperframeSpec, layer_thresholds
 
 log = logging.getLogger("edge_hf.run")
 # The embedded demo model (see its MODEL_CARD.md): the OpenVINO INT8 IR when OpenVINO is
@@ -74,15 +74,10 @@ def alert_policy(
 ) -> AlertPolicy:
     """The run's thresholds over the model's defaults, and a camera's ``own`` over those
     (``where`` names the camera's key in errors)."""
-    thresholds = spec.thresholds
-    for place, pairs in (("--threshold", cfg.thresholds), (where, own)):
-        for name, value in pairs:
-            if name not in spec.classes:
-                raise UsageError(
-                    f"{place} {name}={value}: the model has no class {name!r}; "
-                    f"its classes are {list(spec.classes)}"
-                )
-            thresholds[name] = value
+    try:
+        thresholds = layer_thresholds(spec, [("--threshold", cfg.thresholds), (where, own)])
+    except SpecError as e:
+        raise UsageError(str(e)) from None
     if not thresholds:
         raise UsageError(
             f"the model declares no alert classes; choose some with --threshold "

@@ -27,12 +27,13 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from edge_hf.errors import SpecError
 from edge_hf.spec import HyperframeSpec
 from models import data as datasets
 from models import flips
 from models.augment import AugConfig
 from models.cache import FrameCache
-from models.config import TrainConfig, parse
+from models.config import TrainConfig, parse, pyramid_scales
 from models.data import DataError
 from models.dataset import EvalSet, TrainSet, Windows, collate
 from models.flips import FlipPlan
@@ -45,9 +46,17 @@ log = logging.getLogger("models")
 
 def spec_for(cfg: TrainConfig, classes: tuple[str, ...]) -> HyperframeSpec:
     alerts = tuple((c, 0.8) for c in classes if c in cfg.abnormal)
+    try:
+        return _spec(cfg, classes, alerts)
+    except SpecError as e:
+        raise DataError(f"{cfg.recipe or 'flags'}: {e}") from None
+
+
+def _spec(cfg: TrainConfig, classes: tuple[str, ...], alerts) -> HyperframeSpec:
     return HyperframeSpec(
         frames=cfg.frames,
         stride=cfg.stride,
+        scales=pyramid_scales(cfg),
         size=(cfg.size, cfg.size),
         classes=classes,
         alert_classes=alerts,
@@ -64,12 +73,12 @@ class Loaders(NamedTuple):
     flip: FlipPlan
 
 
-def loaders(cfg: TrainConfig, ds: datasets.Dataset) -> Loaders:
+def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loaders:
     cache = FrameCache(Path(cfg.cache), (cfg.size, cfg.size), "linear")
     abnormal = frozenset(ds.classes.index(c) for c in cfg.abnormal if c in ds.classes)
 
     def windows(videos: tuple[datasets.Video, ...]) -> Windows:
-        return Windows(videos, cache, cfg.frames, cfg.stride, cfg.label_strategy, abnormal)
+        return Windows(videos, cache, spec.inputs, cfg.label_strategy, abnormal)
 
     if not ds.val:
         raise DataError(
@@ -141,7 +150,7 @@ def train(cfg: TrainConfig) -> dict:
     out = Path(cfg.out) / name
     out.mkdir(parents=True, exist_ok=True)
     spec = spec_for(cfg, ds.classes)
-    dl = loaders(cfg, ds)
+    dl = loaders(cfg, ds, spec)
     log.info(
         "%s: %d training, %d validation, %d test videos; %s",
         name, len(ds.train), len(ds.val), len(ds.test), dl.flip.describe(),

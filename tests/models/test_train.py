@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from edge_hf.spec import HyperframeSpec
-from models.config import parse
+from edge_hf.spec import HyperframeSpec, Scale
+from models.config import parse, pyramid_scales
 from models.data import DataError
 from models.model import build
 from tests.conftest import run_module
@@ -226,3 +226,12 @@ def test_every_flag_has_a_help_text():
         f for f, rest in flags if not rest.strip() and f"{f} " not in r.stdout.replace("\n", " ")
     ]
     assert not bare, f"flags without help: {bare}"
+
+
+def test_a_scale_that_disagrees_with_frames_is_refused_naming_both():
+    with pytest.raises(DataError, match=r"scales\[1\].frames: expected 3 .*found 5"):
+        parse(["--data", "d", "--frames", "3", "--scales", "3x1", "5x2"])
+    with pytest.raises(DataError, match="expected TxS or TxS\\+O"):
+        parse(["--data", "d", "--scales", "3by1"])
+    cfg = parse(["--data", "d", "--recipe", "realtime-cpu", "--scales", "3x1", "3x4+2"])
+    assert pyramid_scales(cfg) == (Scale(3, 1), Scale(3, 4, 2))
