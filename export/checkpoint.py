@@ -53,6 +53,7 @@ def load_checkpoint(path: Path) -> Checkpoint:
         stem_bn=bool(config.get("stem_bn")),
         size=config.get("size"),
         input_mode=config.get("input_mode", "frames"),
+        scales=len(spec.inputs),
     )
     try:
         net.load_state_dict(state["model"])

@@ -146,7 +146,8 @@ def train(cfg: TrainConfig) -> dict:
     torch.manual_seed(cfg.seed)
     device = device_for(cfg)
     ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction, cfg.test_fraction)
-    name = cfg.name or f"{Path(cfg.data).name}-t{cfg.frames}s{cfg.stride}-{cfg.aug}"
+    pyramid = "-pyramid-" + "-".join(cfg.scales) if cfg.scales else ""
+    name = cfg.name or f"{Path(cfg.data).name}-t{cfg.frames}s{cfg.stride}{pyramid}-{cfg.aug}"
     out = Path(cfg.out) / name
     out.mkdir(parents=True, exist_ok=True)
     spec = spec_for(cfg, ds.classes)
@@ -164,6 +165,7 @@ def train(cfg: TrainConfig) -> dict:
         stem_bn=cfg.stem_bn,
         size=cfg.size,
         input_mode=cfg.input_mode,
+        scales=len(spec.inputs),
     ).to(device)
     opt = optimizer(cfg, model)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg, len(dl.train)))
@@ -334,14 +336,22 @@ def resume(path: Path, spec: HyperframeSpec, model, opt, sched) -> tuple[int, li
     return ckpt["epoch"], json.loads(ckpt["history"])
 
 
+def _named(cfg: TrainConfig, suffix: str) -> str:
+    """A baseline's run name: the main run's with ``suffix``, or the default name (which
+    already says T and stride) when the main run has none."""
+    return f"{cfg.name}{suffix}" if cfg.name else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:
         cfg = parse(argv)
         results = [train(cfg)]
+        if cfg.baseline and cfg.scales:  # the pyramid against its own first scale alone
+            results.append(train(replace(cfg, scales=(), name=_named(cfg, "-single"))))
         if cfg.baseline and cfg.frames > 1:
             results.append(
-                train(replace(cfg, frames=1, stride=1, name=(cfg.name or "") and f"{cfg.name}-t1"))
+                train(replace(cfg, frames=1, stride=1, scales=(), name=_named(cfg, "-t1")))
             )
     except (DataError, FileNotFoundError, ValueError) as e:
         print(f"models.train: error: {e}", file=sys.stderr)
