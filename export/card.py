@@ -142,6 +142,12 @@ def metrics_table(r: dict) -> list[str]:
 
 
 def adapter_lines(r: dict) -> list[str]:
+    if r["adapter"] is None:
+        return [
+            "## The input adapter's cost",
+            "",
+            "Not measured for a temporal pyramid: its first convolution takes every scale at once.",
+        ]
     lines = [
         "## The input adapter's cost",
         "",
