@@ -73,6 +73,8 @@ class Mailbox:
         self.stats = stats if stats is not None else CaptureStats()
         self.block, self.stop = block, stop if stop is not None else threading.Event()
         self.buffers = sampler.input_buffers()
+        # two-stage mode: the confirming model's inputs at the same anchor, from the same ring
+        self.confirm = sampler.input_buffers(model=1) if sampler.confirm is not None else None
         self.fresh = False
         self.frame = -1  # source frame index of the newest frame in the hyperframe
         self.time = 0.0  # wall-clock time that frame was grabbed
@@ -90,15 +92,22 @@ class Mailbox:
             else:
                 self.since = time.monotonic()
             self.sampler.gather(anchor, self.buffers)
+            if self.confirm is not None:
+                self.sampler.gather(anchor, self.confirm, model=1)
             self.frame, self.time, self.fresh = frame, time.time(), True
             self.stats.published += 1
             self.cond.notify_all()
 
-    def take(self, inputs: list[np.ndarray], row: int = 0) -> None:
-        """Copy the hyperframe into row ``row`` of the backend's bound inputs; caller holds
-        ``cond``."""
+    def take(
+        self, inputs: list[np.ndarray], row: int = 0, confirm: list[np.ndarray] | None = None
+    ) -> None:
+        """Copy the hyperframe into row ``row`` of the backend's bound inputs (and the
+        confirming model's into row ``row`` of ``confirm``); caller holds ``cond``."""
         for src, dst in zip(self.buffers, inputs, strict=True):
             np.copyto(dst[row], src[0])
+        if confirm is not None:
+            for src, dst in zip(self.confirm, confirm, strict=True):
+                np.copyto(dst[row], src[0])
         self.fresh = False
         self.cond.notify_all()
 

@@ -53,6 +53,21 @@ class InferenceStats:
         return float(np.percentile(self.ms[:n], q)) if n else 0.0
 
 
+def activate(activation: str, logits: np.ndarray, out: np.ndarray, rowmax: np.ndarray) -> None:
+    """Logits to scores, row by row, into ``out`` (``rowmax``: a [rows, 1] scratch buffer)."""
+    if activation == "sigmoid":
+        np.negative(logits, out=out)
+        np.exp(out, out=out)
+        np.add(out, 1.0, out=out)
+        np.reciprocal(out, out=out)
+    else:
+        np.max(logits, axis=1, keepdims=True, out=rowmax)
+        np.subtract(logits, rowmax, out=out)
+        np.exp(out, out=out)
+        np.sum(out, axis=1, keepdims=True, out=rowmax)
+        np.divide(out, rowmax, out=out)
+
+
 class Batcher:
     """Collects ready hyperframes into the backend's bound inputs; called by one thread."""
 
@@ -63,8 +78,10 @@ class Batcher:
         inputs: list[np.ndarray],
         wait: float,
         max_age: float,
+        confirm: list[np.ndarray] | None = None,
     ) -> None:
         self.cameras, self.cond, self.inputs = cameras, cond, inputs
+        self.confirm = confirm  # two-stage mode: the confirming model's bound inputs
         self.size = inputs[0].shape[0]
         self.wait, self.max_age = wait, max_age
         self.rows: list[Camera | None] = [None] * self.size  # row -> its camera
@@ -108,7 +125,7 @@ class Batcher:
             if not box.block and now - box.time > self.max_age:
                 box.discard()
                 continue
-            box.take(self.inputs, n)
+            box.take(self.inputs, n, self.confirm)
             self.rows[n], self.frames[n], self.times[n] = cam, box.frame, box.time
             n += 1
         return n
