@@ -300,8 +300,11 @@ class Runtime:
         for r in range(n):
             cam = b.rows[r]
             cam.processed += 1
-            screen = None if self.two is None else self.probs[r]
-            for ev in cam.logic.update(fed[r], b.frames[r], b.times[r], screen):
+            if self.two is None:
+                events = cam.logic.update(fed[r], b.frames[r], b.times[r])
+            else:  # the events carry the screening model's scores too
+                events = cam.logic.update(fed[r], b.frames[r], b.times[r], self.probs[r])
+            for ev in events:
                 if ev.kind == "start" and self.snapshots is not None:
                     ev = self._snapshot(cam, ev)
                 for sink in self.sinks:

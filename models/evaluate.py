@@ -78,10 +78,10 @@ class _Tap:
         self.anchors: list[int] = []
         self.probs: list[np.ndarray] = []
 
-    def update(self, probs: np.ndarray, frame: int, t: float):
+    def update(self, probs: np.ndarray, frame: int, t: float, *screen: np.ndarray):
         self.anchors.append(frame)
         self.probs.append(probs.copy())
-        return self.logic.update(probs, frame, t)
+        return self.logic.update(probs, frame, t, *screen)
 
     def close(self, frame: int, t: float):
         return self.logic.close(frame, t)
