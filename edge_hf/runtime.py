@@ -20,13 +20,13 @@ from edge_hf.health import Counters, Health
 from edge_hf.inference import Batcher, InferenceStats, activate
 from edge_hf.motion import MotionOptions
 from edge_hf.notify import Notifier, Watchdog
-from edge_hf.sampler import check_same_frames, input_buffers
+from edge_hf.sampler import input_buffers
 from edge_hf.sinks import RunInfo, Sink
 from edge_hf.sinks.base import statuses
 from edge_hf.snapshots import SnapshotOptions, SnapshotStore
 from edge_hf.sources import Source, SourceOptions, open_source
 from edge_hf.spec import HyperframeSpec, layer_thresholds
-from edge_hf.twostage import TwoStage
+from edge_hf.twostage import TwoStage, check_confirm
 
 log = logging.getLogger("edge_hf.run")
 # The embedded demo model (see its MODEL_CARD.md): the OpenVINO INT8 IR when OpenVINO is
@@ -134,7 +134,7 @@ class Runtime:
         self.confirm: Backend | None = None
         if cfg.confirm is not None:
             self.confirm = load_backend(cfg.confirm, "auto", cfg.backend_opts)
-            check_same_frames(self.spec, self.confirm.spec, f"--confirm {cfg.confirm}")
+            check_confirm(self.spec, self.confirm, cfg)
         self.cond = threading.Condition()
         if sources is None:
             sources = [open_source(c, cfg.source_opts, *more) for c, *more in camera_args(cfg)]

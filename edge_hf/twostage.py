@@ -20,7 +20,7 @@ from edge_hf.backends import Backend
 from edge_hf.camera import Camera
 from edge_hf.errors import UsageError
 from edge_hf.inference import InferenceStats, activate
-from edge_hf.sampler import input_buffers
+from edge_hf.sampler import check_same_frames, input_buffers
 from edge_hf.spec import HyperframeSpec
 
 SCREEN_DEFAULT = 0.5  # a class's screening threshold unless set (never above its alert threshold)
@@ -42,6 +42,20 @@ def screen_thresholds(
     labels: list[str], alert: dict[str, float], screen: dict[str, float]
 ) -> np.ndarray:
     return np.array([screen.get(c, min(SCREEN_DEFAULT, alert[c])) for c in labels], np.float32)
+
+
+def check_confirm(screen: HyperframeSpec, confirm: Backend, cfg) -> None:
+    """Refuse a confirming model that cannot confirm the screening model's alerts: other frames
+    (size, interpolation), or without an alert class or a screening class (``cfg``: RunConfig)."""
+    where = f"--confirm {confirm.path}"
+    check_same_frames(screen, confirm.spec, where)
+    alerts = [c for c, _ in cfg.thresholds] + list(screen.thresholds)
+    for c in (*alerts, *(c for c, _ in cfg.screen_thresholds)):
+        if c not in confirm.spec.classes:
+            raise UsageError(
+                f"{where}: the confirming model has no class {c!r} (an alert class); its "
+                f"classes are {list(confirm.spec.classes)}"
+            )
 
 
 class TwoStage:
