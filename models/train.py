@@ -357,7 +357,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"models.train: error: {e}", file=sys.stderr)
         return 2
     for r in results:
-        test = "no test split" if r["test"] is None else f"test top-1 {r['test_top1']:.3f}"
+        test = (
+            "no test split"
+            if r["test"] is None
+            else (f"test top-1 {r['test_top1']:.3f}, macro-F1 {r['test']['macro_f1']:.3f}")
+        )
         print(
             f"{r['name']}: val top-1 {r['best_top1']:.3f} (epoch {r['stopped']['best_epoch']}), "
             f"{test}; stopped: {r['stopped']['reason']}"
