@@ -54,6 +54,14 @@ class CaptureStats:
     connected: bool = False  # frames are flowing: a frame arrived since the last (re)open
 
 
+def confirm_buffers(sampler: StrideSampler) -> list[np.ndarray | None]:
+    """One hyperframe of the confirming model's inputs, None where the screen's has the frames."""
+    return [
+        None if j is not None else b
+        for j, b in zip(sampler.shared, sampler.input_buffers(model=1), strict=True)
+    ]
+
+
 class Mailbox:
     """Latest-only handoff of one camera's hyperframe: a newer one replaces an unread one
     (counted as dropped: inference was busy), so a slow model never builds a queue. It owns the
@@ -73,8 +81,9 @@ class Mailbox:
         self.stats = stats if stats is not None else CaptureStats()
         self.block, self.stop = block, stop if stop is not None else threading.Event()
         self.buffers = sampler.input_buffers()
-        # two-stage mode: the confirming model's inputs at the same anchor, from the same ring
-        self.confirm = sampler.input_buffers(model=1) if sampler.confirm is not None else None
+        # two-stage mode: the confirming model's inputs at the same anchor, from the same ring;
+        # None for an input that is one of the screen's (its frames are in self.buffers)
+        self.confirm = confirm_buffers(sampler) if sampler.confirm is not None else None
         self.fresh = False
         self.frame = -1  # source frame index of the newest frame in the hyperframe
         self.time = 0.0  # wall-clock time that frame was grabbed
@@ -98,18 +107,20 @@ class Mailbox:
             self.stats.published += 1
             self.cond.notify_all()
 
-    def take(
-        self, inputs: list[np.ndarray], row: int = 0, confirm: list[np.ndarray] | None = None
-    ) -> None:
-        """Copy the hyperframe into row ``row`` of the backend's bound inputs (and the
-        confirming model's into row ``row`` of ``confirm``); caller holds ``cond``."""
+    def take(self, inputs: list[np.ndarray], row: int = 0) -> None:
+        """Copy the hyperframe into row ``row`` of the backend's bound inputs; caller holds
+        ``cond``."""
         for src, dst in zip(self.buffers, inputs, strict=True):
             np.copyto(dst[row], src[0])
-        if confirm is not None:
-            for src, dst in zip(self.confirm, confirm, strict=True):
-                np.copyto(dst[row], src[0])
         self.fresh = False
         self.cond.notify_all()
+
+    def swap_confirm(self, spare: list[np.ndarray | None]) -> list[np.ndarray | None]:
+        """Two-stage mode, with ``take``: hand over the confirming model's gathered inputs and
+        gather the next ones into ``spare`` (same shapes): no copy, whether or not the screen
+        will want them confirmed; caller holds ``cond``."""
+        full, self.confirm = self.confirm, spare
+        return full
 
     def discard(self) -> None:
         """Drop the waiting hyperframe unread (too old to be worth a model call); caller holds

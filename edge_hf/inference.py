@@ -78,10 +78,11 @@ class Batcher:
         inputs: list[np.ndarray],
         wait: float,
         max_age: float,
-        confirm: list[np.ndarray] | None = None,
+        stage: list[list[np.ndarray | None]] | None = None,
     ) -> None:
         self.cameras, self.cond, self.inputs = cameras, cond, inputs
-        self.confirm = confirm  # two-stage mode: the confirming model's bound inputs
+        # two-stage mode: per row, the confirming model's inputs (swapped with the mailbox's)
+        self.stage = stage
         self.size = inputs[0].shape[0]
         self.wait, self.max_age = wait, max_age
         self.rows: list[Camera | None] = [None] * self.size  # row -> its camera
@@ -125,7 +126,9 @@ class Batcher:
             if not box.block and now - box.time > self.max_age:
                 box.discard()
                 continue
-            box.take(self.inputs, n, self.confirm)
+            box.take(self.inputs, n)
+            if self.stage is not None:
+                self.stage[n] = box.swap_confirm(self.stage[n])
             self.rows[n], self.frames[n], self.times[n] = cam, box.frame, box.time
             n += 1
         return n

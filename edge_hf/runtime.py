@@ -156,10 +156,10 @@ class Runtime:
         self.two: TwoStage | None = None
         if self.confirm is not None:
             screen = _screen(self.spec, cfg.screen_thresholds)
-            self.two = TwoStage(self.confirm, self.spec, self.cameras, len(self.logits), screen)
+            self.two = TwoStage(self.confirm, self.inputs, self.spec, self.cameras, screen)
         self.batcher = Batcher(
             self.cameras, self.cond, self.inputs, cfg.batch_wait, cfg.max_age,
-            self.two.inputs if self.two else None,
+            self.two.stage if self.two else None,
         )  # fmt: skip
         self.latency = InferenceStats()
         self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None

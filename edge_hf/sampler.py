@@ -84,6 +84,11 @@ class StrideSampler:
         # per model, per input: each frame's lag (spec.inputs, Scale.lags: the one definition)
         self._lags = [[np.asarray(s.lags(), np.int64) for s in m.inputs] for m in self.specs]
         self._all_lags = sorted({int(lag) for m in self._lags for lags in m for lag in lags})
+        # per confirming input: the screening input with the same frames (gathered once), or None
+        self.shared = [] if confirm is None else [
+            next((j for j, s in enumerate(spec.inputs) if s.lags() == c.lags()), None)
+            for c in confirm.inputs
+        ]  # fmt: skip
         self.set_every(every)
         # Ring slots of each input's frames, for every anchor position a % K (oldest first).
         self._gather = [
@@ -128,8 +133,10 @@ class StrideSampler:
 
     def gather(self, anchor: int, outs: list[np.ndarray], row: int = 0, model: int = 0) -> None:
         """Copy model ``model``'s hyperframe anchored at ``anchor`` into ``outs[k][row]``
-        without allocating."""
+        without allocating (an input whose ``outs[k]`` is None is left out)."""
         r = anchor % self.window
         for table, out in zip(self._gather[model], outs, strict=True):
+            if out is None:
+                continue
             # mode="clip": with the default "raise", numpy buffers `out` (an allocation).
             np.take(self.ring, table[r], axis=0, out=out[row], mode="clip")

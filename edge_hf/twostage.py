@@ -5,8 +5,10 @@ the alert logic. A hop the screen lets pass counts as a miss for k-of-n, so an e
 where the confirming model confirms; it carries both scores (``Event.score``, ``Event.screen``).
 
 The confirming model's inputs are gathered by each camera's mailbox with the screen's (the ring
-moves on while inference runs) and copied into this stage's bound inputs with them; rows the
-screen passes are packed to the front and scored in one call. Everything is allocated here.
+moves on while inference runs), except an input with the same frames as one of the screen's (a
+pyramid's fast scale): that one is the screen's own. Taking a hyperframe swaps the mailbox's
+buffers with a spare row of ``stage`` (no copy); only rows the screen passes are copied, packed
+into the confirming model's bound inputs and scored in one call. Everything is allocated here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 from edge_hf.backends import Backend
 from edge_hf.camera import Camera
+from edge_hf.capture import confirm_buffers
 from edge_hf.errors import UsageError
 from edge_hf.inference import InferenceStats, activate
 from edge_hf.sampler import check_same_frames, input_buffers
@@ -62,13 +65,19 @@ class TwoStage:
     def __init__(
         self,
         backend: Backend,
+        screen_inputs: list[np.ndarray],
         screen_spec: HyperframeSpec,
         cameras: list[Camera],
-        batch: int,
         screen: dict[str, float],
     ) -> None:
         self.backend, self.spec = backend, backend.spec
+        self.screen_inputs = screen_inputs  # the screening model's bound inputs
+        batch = len(screen_inputs[0])
         self.inputs = input_buffers(self.spec, batch)
+        # per confirming input: the screening input holding its frames, or None (gathered)
+        self.shared = cameras[0].sampler.shared
+        # per row: one hyperframe of the gathered inputs, swapped with a mailbox's in `take`
+        self.stage = [confirm_buffers(cameras[0].sampler) for _ in range(batch)]
         self.logits = np.zeros((batch, len(self.spec.classes)), np.float32)
         self.probs = np.zeros_like(self.logits)
         self._rowmax = np.zeros((batch, 1), np.float32)
@@ -109,9 +118,7 @@ class TwoStage:
             np.take(probs[r], g.screen_cols, out=g.scores)
             np.greater_equal(g.scores, g.screen_thr, out=g.hit)
             if g.hit.any():
-                if m != r:  # pack the rows to confirm to the front
-                    for buf in self.inputs:
-                        np.copyto(buf[m], buf[r])
+                self._copy(r, m)
                 self.rows[m] = r
                 m += 1
         if m == 0:
@@ -132,6 +139,12 @@ class TwoStage:
             else:
                 self.rejections += 1
         return self.fed
+
+    def _copy(self, r: int, m: int) -> None:
+        """Row ``r``'s confirming inputs into row ``m`` of the bound inputs."""
+        for k, buf in enumerate(self.inputs):
+            j = self.shared[k]
+            np.copyto(buf[m], self.screen_inputs[j][r] if j is not None else self.stage[r][k][0])
 
     def counts(self) -> tuple[tuple[str, int], ...]:
         return (

@@ -120,10 +120,13 @@ def test_a_confirming_model_that_does_not_fit_is_refused(tmp_path, one_fall, cha
 
 
 def test_two_stage_steady_state_allocates_nothing_per_frame(tmp_path: Path):
-    """Every hop screened and confirmed (screening threshold 0.001): still no per-frame heap."""
+    """Every hop screened and confirmed (screening threshold 0.001): still no per-frame heap.
+    Both models on onnxruntime, as in tests/test_runtime.py's probe (OpenVINO's Python wrapper
+    and its telemetry thread keep objects of their own)."""
+    onnx.save(constant_model(PYRAMID, REJECT), tmp_path / "confirm.onnx")
     probe = AllocationProbe(open_source("synth://walk_left?frames=1600", FAST), (300, 900, 1500))
     cfg = RunConfig(cameras=("x",), model=save_model(tmp_path / "m.onnx"),
-                    confirm=confirming(tmp_path, REJECT), screen_thresholds=(("fall", 0.001),),
+                    confirm=tmp_path / "confirm.onnx", screen_thresholds=(("fall", 0.001),),
                     source_opts=FAST)  # fmt: skip
     tracemalloc.start(1)
     try:
@@ -145,12 +148,20 @@ def test_the_mailbox_gathers_both_models_at_the_same_anchor():
     spec = replace(MOTION_SPEC, size=(2, 2))
     sampler = StrideSampler(spec, 1, replace(PYRAMID, size=(2, 2)))
     box = Mailbox(sampler, threading.Condition())
+    # the pyramid's fast scale is the screen's input: gathered once, the slow one on its own
+    assert sampler.shared == [0, None] and box.confirm[0] is None
+    spare = [None, np.zeros_like(box.confirm[1])]
     for i in range(30):
         sampler.slot(i)[...] = i
         if sampler.is_anchor(i):
             box.put(i, i)
-            box.fresh = False
-            got = [list(b[0, :, 0, 0, 0]) for b in (*box.buffers, *box.confirm)]
-            assert got == [*sampler.frames_of(i), *sampler.frames_of(i, model=1)]
-            assert got[0] == [i - 6, i - 3, i] and got[2] == [i - 16, i - 8, i]
+            screen = np.zeros_like(box.buffers[0])
+            with box.cond:  # as the batcher does
+                box.take([screen])
+                full = box.swap_confirm(spare)
+            got = [list(b[0, :, 0, 0, 0]) for b in (screen, full[1])]
+            assert got == [*sampler.frames_of(i), sampler.frames_of(i, model=1)[1]]
+            assert got == [[i - 6, i - 3, i], [i - 16, i - 8, i]]
+            assert sampler.frames_of(i, model=1)[0] == got[0]
+            spare = full  # buffers circulate: no copy, no allocation
     assert np.count_nonzero(sampler.ring) > 0
