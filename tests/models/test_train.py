@@ -237,22 +237,20 @@ def test_a_scale_that_disagrees_with_frames_is_refused_naming_both():
     assert pyramid_scales(cfg) == (Scale(3, 1), Scale(3, 4, 2))
 
 
-def test_the_pyramid_trains_and_its_baselines_with_it(tiny_actions: Path, tmp_path: Path):
+def test_the_pyramid_trains_and_its_baselines_with_it(tiny_pyramid):
     """The recipe's pyramid, tiny: it trains and is evaluated like the others, and --baseline
     trains its single scale and T=1 the same way, each reported on one line."""
-    r = train("--data", str(tiny_actions), "--recipe", "pyramid", "--size", "64", "--epochs", "1",
-              "--batch", "8", "--samples-per-clip", "1", "--name", "pyr", "--baseline",
-              tmp=tmp_path)  # fmt: skip
-    assert r.returncode == 0, r.stderr
+    runs, r = tiny_pyramid
     lines = r.stdout.strip().splitlines()
     assert [ln.split(":")[0] for ln in lines] == ["pyr", "pyr-single", "pyr-t1"]
-    ckpt = torch.load(tmp_path / "runs" / "pyr" / "best.pt", weights_only=True)
+    assert all("macro-F1" in ln for ln in lines)
+    ckpt = torch.load(runs / "pyr" / "best.pt", weights_only=True)
     spec = HyperframeSpec.from_json(ckpt["spec"])
     assert spec.inputs == (Scale(3, 1), Scale(3, 4)) and spec.window == 9
     assert "head.weight" in ckpt["model"]
     single = HyperframeSpec.from_json(
-        torch.load(tmp_path / "runs" / "pyr-single" / "best.pt", weights_only=True)["spec"]
+        torch.load(runs / "pyr-single" / "best.pt", weights_only=True)["spec"]
     )
     assert single.inputs == (Scale(3, 1),)
-    m = json.loads((tmp_path / "runs" / "pyr" / "metrics.json").read_text())
+    m = json.loads((runs / "pyr" / "metrics.json").read_text())
     assert m["config"]["scales"] == ["3x1", "3x4"] and m["test"]["macro_f1"] >= 0
