@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 LYING_REACH = 1.05  # lying figure's extent from the feet, in figure heights
 MARGIN = 0.4  # free space kept at the frame edges, in figure heights
 HARD_NEGATIVES: tuple[str, ...] = ("sit_down", "crouch", "pick_up", "stumble", "turn", "get_up")
+MIXED_SPEED: tuple[str, ...] = ("fall_stay", "fall_recover")  # see fall_then
+FALL_RANGE_S = (0.25, 1.2)  # mixed speed: the same fall, fast or slow
 
 Beat = tuple[str, list[fig.Pose]]  # (label, poses)
 
@@ -276,6 +278,29 @@ def other_clip(st: Stage) -> list[Beat]:
     """``other``: one hard negative drawn from the seed."""
     kind = HARD_NEGATIVES[int(st.rng(34).integers(len(HARD_NEGATIVES)))]
     return hard_negative_clip(st, kind)
+
+
+# ----------------------------------------------------------------------------- mixed speed
+
+
+def fall_then(st: Stage, recover: bool) -> list[Beat]:
+    """A fall at a speed drawn wide (``FALL_RANGE_S``: the same action fast and slow), then
+    lying still to the end (``fall_stay``) or getting up within a few seconds
+    (``fall_recover``). One seed draws the same lead-in, fall, wait and length for both, so the
+    pair's frames are identical until the get-up: what tells them apart is what follows the
+    fall, seconds later, which a window of a few seconds sees and one of three frames does not."""
+    p, rng = st.p, st.rng(35)
+    walking = bool(rng.random() < 0.5)
+    fall_s, wait_s = rng.uniform(*FALL_RANGE_S), rng.uniform(1.0, 2.5)
+    x = spot(st, p.side, p.start)
+    beats = lead_in(st, x, p.lead_s + (0.5 if walking else 0.0), walking, rng)
+    lying = fig.toppling(x, p.side, 1.0)
+    down = go_down(beats[-1][1][-1], x, p.side, st.frames(fall_s), accelerate, knees=False)
+    beats += [("fall", down), ("lying", [lying] * st.frames(wait_s))]
+    after = [*stand_up(st, x, p.side, rng, seated=False), _still(st, x, 1.0)]
+    if recover:
+        return beats + after
+    return [*beats[:-1], ("lying", beats[-1][1] + [lying] * sum(len(ps) for _, ps in after))]
 
 
 # ----------------------------------------------------------------------------- the demo loop

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edge_hf.errors import UsageError
+from edge_hf.errors import SpecError, UsageError
+from edge_hf.spec import check_threshold
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -140,7 +141,8 @@ def k_of_n(v: Any, where: str) -> tuple[int, int]:
 
 
 def thresholds(v: Any, where: str) -> tuple[tuple[str, float], ...]:
-    """Flags: ``["fall=0.8", …]``; a file: ``{ fall = 0.8 }``."""
+    """Flags: ``["fall=0.8", …]``; a file: ``{ fall = 0.8 }``. The range is edge_hf.spec's
+    ``check_threshold``, the one check every threshold passes."""
     if isinstance(v, dict):
         pairs = list(v.items())
     elif isinstance(v, list) and all(isinstance(t, str) for t in v):
@@ -149,8 +151,11 @@ def thresholds(v: Any, where: str) -> tuple[tuple[str, float], ...]:
         raise _fail(where, "a table of CLASS = P with 0 < P <= 1 (e.g. { fall = 0.8 })", v)
     out = []
     for name, value in pairs:
-        p = _number(value, float)
-        if not name or p is None or not 0 < p <= 1:
+        try:
+            p = check_threshold(_number(value, float), where)
+        except SpecError:
+            p = None
+        if not name or p is None:
             shown = f"{name}={value}" if isinstance(v, list) else {name: value}
             raise _fail(where, "CLASS=P with 0 < P <= 1 (e.g. fall=0.8)", shown)
         out.append((name, p))

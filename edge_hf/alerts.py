@@ -44,6 +44,7 @@ class Event:
     time: float  # Unix time that frame was grabbed
     snapshot: str | None = None  # with --snapshots: the JPEG's file name (edge_hf.snapshots)
     small: bytes | None = field(default=None, repr=False, compare=False)  # its small JPEG
+    screen: float | None = None  # two-stage mode: the screening model's score; `score` confirms
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -58,6 +59,8 @@ class Event:
             .isoformat(timespec="milliseconds")
             .replace("+00:00", "Z"),
         }
+        if self.screen is not None:
+            out["screen_score"] = round(self.screen, 4)
         if self.snapshot is not None:
             out["snapshot"] = {"file": self.snapshot, "url": f"/snapshots/{self.snapshot}"}
         return out
@@ -83,7 +86,11 @@ class AlertLogic:
         self._active: list[Event | None] = [None] * len(self.labels)
         self._quiet_until = [0] * len(self.labels)  # frame index
 
-    def update(self, probs: np.ndarray, frame: int, t: float) -> tuple[Event, ...]:
+    def update(
+        self, probs: np.ndarray, frame: int, t: float, screen: np.ndarray | None = None
+    ) -> tuple[Event, ...]:
+        """``screen`` (two-stage mode): the screening model's scores of this hyperframe, which
+        the events it starts carry beside ``probs``'s (the confirming model's)."""
         np.take(probs, self._index, out=self._scores)
         np.greater_equal(self._scores, self._thr, out=self._hits[:, self._pos])
         self._pos = (self._pos + 1) % self.policy.n
@@ -104,6 +111,7 @@ class AlertLogic:
                         score,
                         frame,
                         t,
+                        screen=None if screen is None else float(screen[self._index[c]]),
                     )
                     self._active[c] = ev
                     events += (ev,)
@@ -118,8 +126,9 @@ class AlertLogic:
         self._active[c] = None
         self._quiet_until[c] = frame + round(self.policy.cooldown * self.fps)
         return Event(
-            "end", active.id, self.camera, active.label, score, max(active.peak, score), frame, t
-        )
+            "end", active.id, self.camera, active.label, score, max(active.peak, score), frame, t,
+            screen=active.screen,
+        )  # fmt: skip
 
     def close(self, frame: int, t: float) -> tuple[Event, ...]:
         """End every open event (shutdown or end of stream), so no start is left dangling."""

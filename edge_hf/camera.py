@@ -53,10 +53,12 @@ class Camera:
         stop: threading.Event,
         heartbeat: Heartbeat,
         opened: bool = False,
+        confirm: HyperframeSpec | None = None,
     ) -> None:
+        """``confirm``: the confirming model's spec (two-stage mode): one ring for both."""
         self.source, self.name, self.hz = source, source.name, plan.hz
         every = hop_from_hz(plan.hz, source.fps) if plan.hz else plan.every
-        self.sampler = StrideSampler(spec, every)
+        self.sampler = StrideSampler(spec, every, confirm)
         self.mailbox = Mailbox(self.sampler, cond, block=plan.block, stop=stop)
         self.capture = Capture(source, self.mailbox, plan.capture, stop, opened, heartbeat)
         self.capture.on_open = self._retime

@@ -54,6 +54,14 @@ class CaptureStats:
     connected: bool = False  # frames are flowing: a frame arrived since the last (re)open
 
 
+def confirm_buffers(sampler: StrideSampler) -> list[np.ndarray | None]:
+    """One hyperframe of the confirming model's inputs, None where the screen's has the frames."""
+    return [
+        None if j is not None else b
+        for j, b in zip(sampler.shared, sampler.input_buffers(model=1), strict=True)
+    ]
+
+
 class Mailbox:
     """Latest-only handoff of one camera's hyperframe: a newer one replaces an unread one
     (counted as dropped: inference was busy), so a slow model never builds a queue. It owns the
@@ -73,6 +81,9 @@ class Mailbox:
         self.stats = stats if stats is not None else CaptureStats()
         self.block, self.stop = block, stop if stop is not None else threading.Event()
         self.buffers = sampler.input_buffers()
+        # two-stage mode: the confirming model's inputs at the same anchor, from the same ring;
+        # None for an input that is one of the screen's (its frames are in self.buffers)
+        self.confirm = confirm_buffers(sampler) if sampler.confirm is not None else None
         self.fresh = False
         self.frame = -1  # source frame index of the newest frame in the hyperframe
         self.time = 0.0  # wall-clock time that frame was grabbed
@@ -90,6 +101,8 @@ class Mailbox:
             else:
                 self.since = time.monotonic()
             self.sampler.gather(anchor, self.buffers)
+            if self.confirm is not None:
+                self.sampler.gather(anchor, self.confirm, model=1)
             self.frame, self.time, self.fresh = frame, time.time(), True
             self.stats.published += 1
             self.cond.notify_all()
@@ -101,6 +114,13 @@ class Mailbox:
             np.copyto(dst[row], src[0])
         self.fresh = False
         self.cond.notify_all()
+
+    def swap_confirm(self, spare: list[np.ndarray | None]) -> list[np.ndarray | None]:
+        """Two-stage mode, with ``take``: hand over the confirming model's gathered inputs and
+        gather the next ones into ``spare`` (same shapes): no copy, whether or not the screen
+        will want them confirmed; caller holds ``cond``."""
+        full, self.confirm = self.confirm, spare
+        return full
 
     def discard(self) -> None:
         """Drop the waiting hyperframe unread (too old to be worth a model call); caller holds

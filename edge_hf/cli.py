@@ -131,6 +131,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     from edge_hf.runtime import alert_policy, camera_args
     from edge_hf.sinks import SINKS
     from edge_hf.sources import open_source
+    from edge_hf.twostage import check_confirm
 
     settings = _settings(args, args.file)
     cfg = settings.run
@@ -143,6 +144,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     alert_policy(backend.spec, cfg)
     for own, where in zip(cfg.camera_settings, cfg.camera_where, strict=False):
         alert_policy(backend.spec, cfg, own.thresholds, f"{where}.thresholds")
+    if cfg.confirm is not None:  # two-stage mode: the confirming model fits the screening one
+        check_confirm(backend.spec, load_backend(cfg.confirm, "auto", cfg.backend_opts), cfg)
     sections = {s.name: s for s in SINKS}
     for name, opts in settings.sinks:
         sections[name].check(opts)

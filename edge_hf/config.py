@@ -84,6 +84,8 @@ CORE: tuple[Option, ...] = (
     Option("model.every",    "--every",             every,        1,       "run the model every N source frames"),
     Option("model.hz",       "--hz",                hz,           None,    "run the model about this many times a second"),
     Option("alerts.thresholds", "--threshold",      thresholds,   (),      "alert threshold for a class (default: the model's); repeatable", "append", "CLASS=P"),
+    Option("model.confirm",  "--confirm",           path,         None,    "two-stage mode: a second model (e.g. a temporal pyramid) that must confirm what --model screens (README: Two-stage alerts)", metavar="MODEL"),
+    Option("alerts.screen",  "--screen-threshold",  thresholds,   (),      "two-stage mode: the screening model's score for a class that sends a hyperframe to --confirm (default: 0.5, or the alert threshold if lower); repeatable", "append", "CLASS=P"),
     Option("alerts.k_of_n",  "--k-of-n",            k_of_n,       (2, 3),  "start an alert when K of the last N scores pass", metavar="K/N"),
     Option("alerts.cooldown", "--cooldown",         cooldown,     10.0,    "seconds of quiet after an alert"),
     Option("capture.fast",   "--fast",              boolean,      False,   "files and synth: as fast as possible, not at their fps", "bool"),
@@ -190,7 +192,7 @@ def resolve(
         if raw is not None:
             flag_value = o.check(raw, o.flag)
             # thresholds from flags refine the file's; every other flag replaces it
-            v = (*v, *flag_value) if o.key == "alerts.thresholds" else flag_value
+            v = (*v, *flag_value) if o.key in ("alerts.thresholds", "alerts.screen") else flag_value
         out[o.key] = v
     if "model.every" in values and "model.hz" in values:
         raise UsageError(f"{file}: model.every and model.hz are alternatives; keep one")
@@ -264,6 +266,8 @@ def build(v: dict[str, Any]) -> Settings:
         motion=_motion(v),
         batch=v["model.batch"],
         batch_wait=v["model.batch_wait"],
+        confirm=v["model.confirm"],
+        screen_thresholds=v["alerts.screen"],
     )
     sinks = tuple((s.name, opts) for s in SINKS if (opts := s.settings(v)) is not None)
     return Settings(run, sinks, v["log_level"])

@@ -78,6 +78,7 @@ class Counters:
     p95_ms: float
     latency_buckets: tuple[int, ...] = ()  # inferences per LATENCY_BUCKETS bucket (+ over)
     latency_sum: float = 0.0  # seconds, over all inferences
+    stages: tuple[tuple[str, int], ...] = ()  # two-stage mode: screened, confirmed, rejected
 
 
 class RateMeter:
@@ -103,7 +104,7 @@ class RateMeter:
                 "reconnects": cam.reconnects,
                 "connected": cam.connected,
             }
-        return {
+        out = {
             "cameras": cameras,
             "inference": {
                 "runs": c.inferences,
@@ -111,6 +112,9 @@ class RateMeter:
                 "p95_ms": round(c.p95_ms, 3),
             },
         }
+        if c.stages:
+            out["two_stage"] = dict(c.stages)
+        return out
 
 
 def _rate(now: int, before: int | None, dt: float) -> float:

@@ -53,6 +53,21 @@ class InferenceStats:
         return float(np.percentile(self.ms[:n], q)) if n else 0.0
 
 
+def activate(activation: str, logits: np.ndarray, out: np.ndarray, rowmax: np.ndarray) -> None:
+    """Logits to scores, row by row, into ``out`` (``rowmax``: a [rows, 1] scratch buffer)."""
+    if activation == "sigmoid":
+        np.negative(logits, out=out)
+        np.exp(out, out=out)
+        np.add(out, 1.0, out=out)
+        np.reciprocal(out, out=out)
+    else:
+        np.max(logits, axis=1, keepdims=True, out=rowmax)
+        np.subtract(logits, rowmax, out=out)
+        np.exp(out, out=out)
+        np.sum(out, axis=1, keepdims=True, out=rowmax)
+        np.divide(out, rowmax, out=out)
+
+
 class Batcher:
     """Collects ready hyperframes into the backend's bound inputs; called by one thread."""
 
@@ -63,8 +78,11 @@ class Batcher:
         inputs: list[np.ndarray],
         wait: float,
         max_age: float,
+        stage: list[list[np.ndarray | None]] | None = None,
     ) -> None:
         self.cameras, self.cond, self.inputs = cameras, cond, inputs
+        # two-stage mode: per row, the confirming model's inputs (swapped with the mailbox's)
+        self.stage = stage
         self.size = inputs[0].shape[0]
         self.wait, self.max_age = wait, max_age
         self.rows: list[Camera | None] = [None] * self.size  # row -> its camera
@@ -109,6 +127,8 @@ class Batcher:
                 box.discard()
                 continue
             box.take(self.inputs, n)
+            if self.stage is not None:
+                self.stage[n] = box.swap_confirm(self.stage[n])
             self.rows[n], self.frames[n], self.times[n] = cam, box.frame, box.time
             n += 1
         return n

@@ -15,9 +15,9 @@ from edge_hf.alerts import AlertPolicy, Event
 from edge_hf.backends import Backend, BackendOptions, load_backend
 from edge_hf.camera import Camera, CameraPlan, CameraSettings
 from edge_hf.capture import CapturePolicy
-from edge_hf.errors import SourceError, UsageError
+from edge_hf.errors import SourceError, SpecError, UsageError
 from edge_hf.health import Counters, Health
-from edge_hf.inference import Batcher, InferenceStats
+from edge_hf.inference import Batcher, InferenceStats, activate
 from edge_hf.motion import MotionOptions
 from edge_hf.notify import Notifier, Watchdog
 from edge_hf.sampler import input_buffers
@@ -25,7 +25,8 @@ from edge_hf.sinks import RunInfo, Sink
 from edge_hf.sinks.base import statuses
 from edge_hf.snapshots import SnapshotOptions, SnapshotStore
 from edge_hf.sources import Source, SourceOptions, open_source
-from edge_hf.spec import HyperframeSpec
+from edge_hf.spec import HyperframeSpec, layer_thresholds
+from edge_hf.twostage import TwoStage, check_confirm
 
 log = logging.getLogger("edge_hf.run")
 # The embedded demo model (see its MODEL_CARD.md): the OpenVINO INT8 IR when OpenVINO is
@@ -56,6 +57,8 @@ class RunConfig:
     batch: int = 8  # hyperframes per model call at most (across cameras)
     batch_wait: float = 0.004  # seconds a ready hyperframe may wait for others to join it
     max_age: float = 2.0  # seconds: an older waiting hyperframe is discarded (stale)
+    confirm: Path | None = None  # two-stage mode: the confirming model (edge_hf.twostage)
+    screen_thresholds: tuple[tuple[str, float], ...] = ()  # its screening thresholds
 
 
 def camera_args(cfg: RunConfig) -> list[tuple[str, str, str | None]]:
@@ -74,15 +77,10 @@ def alert_policy(
 ) -> AlertPolicy:
     """The run's thresholds over the model's defaults, and a camera's ``own`` over those
     (``where`` names the camera's key in errors)."""
-    thresholds = spec.thresholds
-    for place, pairs in (("--threshold", cfg.thresholds), (where, own)):
-        for name, value in pairs:
-            if name not in spec.classes:
-                raise UsageError(
-                    f"{place} {name}={value}: the model has no class {name!r}; "
-                    f"its classes are {list(spec.classes)}"
-                )
-            thresholds[name] = value
+    try:
+        thresholds = layer_thresholds(spec, [("--threshold", cfg.thresholds), (where, own)])
+    except SpecError as e:
+        raise UsageError(str(e)) from None
     if not thresholds:
         raise UsageError(
             f"the model declares no alert classes; choose some with --threshold "
@@ -133,6 +131,10 @@ class Runtime:
         self._beat = self.health.loop("inference")
         self.backend: Backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
         self.spec = self.backend.spec
+        self.confirm: Backend | None = None
+        if cfg.confirm is not None:
+            self.confirm = load_backend(cfg.confirm, "auto", cfg.backend_opts)
+            check_confirm(self.spec, self.confirm, cfg)
         self.cond = threading.Condition()
         if sources is None:
             sources = [open_source(c, cfg.source_opts, *more) for c, *more in camera_args(cfg)]
@@ -151,7 +153,14 @@ class Runtime:
         self.probs = np.zeros_like(self.logits)
         self._rowmax = np.zeros((len(self.logits), 1), np.float32)  # softmax, per row
         self.backend.bind(self.inputs, self.logits)
-        self.batcher = Batcher(self.cameras, self.cond, self.inputs, cfg.batch_wait, cfg.max_age)
+        self.two: TwoStage | None = None
+        if self.confirm is not None:
+            screen = _screen(self.spec, cfg.screen_thresholds)
+            self.two = TwoStage(self.confirm, self.inputs, self.spec, self.cameras, screen)
+        self.batcher = Batcher(
+            self.cameras, self.cond, self.inputs, cfg.batch_wait, cfg.max_age,
+            self.two.stage if self.two else None,
+        )  # fmt: skip
         self.latency = InferenceStats()
         self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None
 
@@ -180,7 +189,8 @@ class Runtime:
                 raise
             log.warning("%s; retrying", e)  # the capture thread retries with backoff
         beat = self.health.loop(f"capture {source.name}")
-        return Camera(source, self.spec, plan, self.cond, self.stop, beat, opened)
+        confirm = self.confirm.spec if self.confirm else None
+        return Camera(source, self.spec, plan, self.cond, self.stop, beat, opened, confirm)
 
     def run(self) -> int:
         """Run until every source has ended or ``stop`` is set; return the exit code."""
@@ -266,6 +276,7 @@ class Runtime:
             lat.percentile(95),
             tuple(lat.buckets),
             lat.total,
+            self.two.counts() if self.two else (),
         )
 
     def _loop(self) -> None:
@@ -285,10 +296,15 @@ class Runtime:
         self.backend.infer(n)
         self.latency.add(time.perf_counter() - t0, n)
         self._activate()
+        fed = self.probs if self.two is None else self.two.run(n, b.rows, self.probs)
         for r in range(n):
             cam = b.rows[r]
             cam.processed += 1
-            for ev in cam.logic.update(self.probs[r], b.frames[r], b.times[r]):
+            if self.two is None:
+                events = cam.logic.update(fed[r], b.frames[r], b.times[r])
+            else:  # the events carry the screening model's scores too
+                events = cam.logic.update(fed[r], b.frames[r], b.times[r], self.probs[r])
+            for ev in events:
                 if ev.kind == "start" and self.snapshots is not None:
                     ev = self._snapshot(cam, ev)
                 for sink in self.sinks:
@@ -311,18 +327,7 @@ class Runtime:
 
     def _activate(self) -> None:
         """Logits to scores, row by row, in place (all rows: cheaper than slicing views)."""
-        p = self.probs
-        if self.spec.activation == "sigmoid":
-            np.negative(self.logits, out=p)
-            np.exp(p, out=p)
-            np.add(p, 1.0, out=p)
-            np.reciprocal(p, out=p)
-        else:
-            np.max(self.logits, axis=1, keepdims=True, out=self._rowmax)
-            np.subtract(self.logits, self._rowmax, out=p)
-            np.exp(p, out=p)
-            np.sum(p, axis=1, keepdims=True, out=self._rowmax)
-            np.divide(p, self._rowmax, out=p)
+        activate(self.spec.activation, self.logits, self.probs, self._rowmax)
 
     def _shutdown(self) -> None:
         join_captures(self.cameras)
@@ -358,6 +363,20 @@ class Runtime:
             self.latency.percentile(50),
             self.latency.percentile(95),
         )
+        if self.two is not None:
+            log.info(
+                "two-stage: %d screened, %d confirmed, %d rejected; confirming model p50 %.2f ms",
+                self.two.screens, self.two.confirms, self.two.rejections,
+                self.two.latency.percentile(50),
+            )  # fmt: skip
+
+
+def _screen(spec: HyperframeSpec, pairs) -> dict[str, float]:
+    """The screening thresholds set (classes of the screening model, checked values)."""
+    try:
+        return layer_thresholds(replace(spec, alert_classes=()), [("--screen-threshold", pairs)])
+    except SpecError as e:
+        raise UsageError(str(e)) from None
 
 
 def join_captures(cameras: list[Camera], warn_after: float = 2.0) -> None:

@@ -2,7 +2,8 @@
 a gather of the ring into the model's input buffers.
 
 Frame ``i`` of a source goes to ring slot ``i % K`` with ``K = spec.window`` (``(T-1)*stride+1`` for
-one input). A hyperframe is emitted at every *anchor*: the newest frame of a window, ``K-1``, then
+one input); with a confirming model (two-stage mode) ``K`` is the longer of the two windows, and
+each model's inputs are gathered from the same ring at the same anchor. A hyperframe is emitted at every *anchor*: the newest frame of a window, ``K-1``, then
 every ``every`` frames. A frame that no anchor will use is never retrieved or resized; this
 decision is a table lookup, so the capture thread can ``grab()`` every frame and skip the cost of
 decoding the ones it does not need.
@@ -49,26 +50,50 @@ def input_buffers(spec: HyperframeSpec, batch: int = 1) -> list[np.ndarray]:
     return [np.zeros(spec.input_shape(i, batch), np.uint8) for i in range(len(spec.inputs))]
 
 
-class StrideSampler:
-    """Ring and index tables for one source. Allocates everything in ``__init__``."""
+def check_same_frames(screen: HyperframeSpec, confirm: HyperframeSpec, where: str) -> None:
+    """Two models on one ring must see the same pixels: frame size and interpolation."""
+    for what in ("size", "interpolation"):
+        a, b = getattr(screen, what), getattr(confirm, what)
+        if a != b:
+            raise UsageError(
+                f"{where}: the confirming model's frames must be the screening model's, but its "
+                f"{what} is {b!r} where the screening model's is {a!r}; export both at the same "
+                "size and interpolation"
+            )
 
-    def __init__(self, spec: HyperframeSpec, every: int) -> None:
+
+class StrideSampler:
+    """Ring and index tables for one source. Allocates everything in ``__init__``. ``confirm``:
+    a second model (two-stage mode) whose inputs come from the same ring; its frames must be
+    the same size and interpolation (``check_same_frames``)."""
+
+    def __init__(
+        self, spec: HyperframeSpec, every: int, confirm: HyperframeSpec | None = None
+    ) -> None:
         if not isinstance(every, int) or not 1 <= every <= MAX_EVERY:
             raise UsageError(
                 f"--every must be a whole number of frames 1 to {MAX_EVERY}, found {every!r}"
             )
-        self.spec = spec
-        self.window = k = spec.window
+        self.spec, self.confirm = spec, confirm
+        self.specs = (spec,) if confirm is None else (spec, confirm)
+        self.window = k = max(s.window for s in self.specs)  # the longest window
         h, w = spec.size
         self.ring = np.zeros((k, h, w, 3), np.uint8)
         # Views made once: indexing the ring per frame would allocate a new view object.
         self.slots = [self.ring[s] for s in range(k)]
-        self._lags = [np.asarray(s.lags(), np.int64) for s in spec.inputs]
-        self._all_lags = sorted({int(lag) for lags in self._lags for lag in lags})
+        # per model, per input: each frame's lag (spec.inputs, Scale.lags: the one definition)
+        self._lags = [[np.asarray(s.lags(), np.int64) for s in m.inputs] for m in self.specs]
+        self._all_lags = sorted({int(lag) for m in self._lags for lags in m for lag in lags})
+        # per confirming input: the screening input with the same frames (gathered once), or None
+        self.shared = [] if confirm is None else [
+            next((j for j, s in enumerate(spec.inputs) if s.lags() == c.lags()), None)
+            for c in confirm.inputs
+        ]  # fmt: skip
         self.set_every(every)
         # Ring slots of each input's frames, for every anchor position a % K (oldest first).
         self._gather = [
-            np.stack([(r - lags) % k for r in range(k)]).astype(np.intp) for lags in self._lags
+            [np.stack([(r - lags) % k for r in range(k)]).astype(np.intp) for lags in m]
+            for m in self._lags
         ]
 
     def set_every(self, every: int) -> None:
@@ -81,9 +106,9 @@ class StrideSampler:
             [any((r + lag - (k - 1)) % every == 0 for lag in self._all_lags) for r in range(every)]
         )
 
-    def input_buffers(self, batch: int = 1) -> list[np.ndarray]:
-        """Fresh zeroed buffers shaped like the model's inputs."""
-        return input_buffers(self.spec, batch)
+    def input_buffers(self, batch: int = 1, model: int = 0) -> list[np.ndarray]:
+        """Fresh zeroed buffers shaped like the inputs of model ``model`` (1: the confirming)."""
+        return input_buffers(self.specs[model], batch)
 
     def is_anchor(self, i: int) -> bool:
         """Does frame ``i`` complete a hyperframe?"""
@@ -102,13 +127,16 @@ class StrideSampler:
         """The ring slot where frame ``i`` is stored (a preallocated view)."""
         return self.slots[i % self.window]
 
-    def frames_of(self, anchor: int) -> list[list[int]]:
+    def frames_of(self, anchor: int, model: int = 0) -> list[list[int]]:
         """Source frame indices of the hyperframe anchored at ``anchor``, per input, oldest first."""
-        return [[anchor - int(lag) for lag in lags] for lags in self._lags]
+        return [[anchor - int(lag) for lag in lags] for lags in self._lags[model]]
 
-    def gather(self, anchor: int, outs: list[np.ndarray], row: int = 0) -> None:
-        """Copy the hyperframe anchored at ``anchor`` into ``outs[k][row]`` without allocating."""
+    def gather(self, anchor: int, outs: list[np.ndarray], row: int = 0, model: int = 0) -> None:
+        """Copy model ``model``'s hyperframe anchored at ``anchor`` into ``outs[k][row]``
+        without allocating (an input whose ``outs[k]`` is None is left out)."""
         r = anchor % self.window
-        for table, out in zip(self._gather, outs, strict=True):
+        for table, out in zip(self._gather[model], outs, strict=True):
+            if out is None:
+                continue
             # mode="clip": with the default "raise", numpy buffers `out` (an allocation).
             np.take(self.ring, table[r], axis=0, out=out[row], mode="clip")

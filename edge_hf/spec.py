@@ -201,6 +201,7 @@ def _validate(s: HyperframeSpec) -> None:
         _positive_int(sc.frames, f"scales[{i}].frames")
         _positive_int(sc.stride, f"scales[{i}].stride")
         _nonneg_int(sc.offset, f"scales[{i}].offset")
+    _check_scales(s)
     _positive_int(s.version, "version")
     if s.version > SPEC_VERSION:
         raise SpecError(
@@ -211,12 +212,72 @@ def _validate(s: HyperframeSpec) -> None:
         raise SpecError(f"arch must be a string, found {s.arch!r}")
 
 
+def _check_scales(s: HyperframeSpec) -> None:
+    """``frames``/``stride`` describe every input: one backbone (conv1 has 3T channels) takes
+    every scale, so each has ``frames`` frames; the first input is (frames, stride); some input
+    ends at the newest frame (the frame an event is reported at)."""
+    if not s.scales:
+        return
+    for i, sc in enumerate(s.scales):
+        if sc.frames != s.frames:
+            raise SpecError(
+                f"scales[{i}].frames: expected {s.frames} (the spec's frames: one backbone takes "
+                f"every scale), found {sc.frames}"
+            )
+    first = s.scales[0]
+    if first.stride != s.stride:
+        raise SpecError(
+            f"scales[0].stride: expected {s.stride} (the spec's stride: the first input is "
+            f"frames x stride), found {first.stride}"
+        )
+    if len(set(s.scales)) != len(s.scales):
+        raise SpecError(f"scales must differ, found {[asdict(sc) for sc in s.scales]}")
+    if min(min(sc.lags()) for sc in s.scales) != 0:
+        raise SpecError(
+            f"some scale must end at the newest frame (offset 0), found offsets "
+            f"{[sc.offset for sc in s.scales]}"
+        )
+
+
+# ---- alert thresholds: the one place they are parsed, checked and layered -------------------
 def check_threshold(v: Any, name: str) -> float:
     """A score threshold is a number in (0, 1]."""
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
     if not ok or not 0 < v <= 1:
         raise SpecError(f"{name} must be a threshold in (0, 1], found {v!r}")
     return float(v)
+
+
+def parse_threshold(text: str, where: str = "--threshold") -> tuple[str, float]:
+    """``CLASS=P`` (a flag's text) -> (class, P), P a threshold in (0, 1]."""
+    name, sep, value = str(text).partition("=")
+    try:
+        p = float(value)
+    except ValueError:
+        p = math.nan
+    if not sep or not name.strip() or not (math.isfinite(p) and 0 < p <= 1):
+        raise SpecError(
+            f"{where}: expected CLASS=P with 0 < P <= 1 (e.g. fall=0.8), found {text!r}"
+        )
+    return name.strip(), p
+
+
+def layer_thresholds(
+    spec: HyperframeSpec, layers: list[tuple[str, tuple[tuple[str, float], ...]]]
+) -> dict[str, float]:
+    """The model's default thresholds, then each ``(where, pairs)`` layer over them (a run's
+    ``--threshold``, a camera's own table, an export's ``--threshold``). Every value is checked
+    and every class must be the model's; errors name ``where``."""
+    out = spec.thresholds
+    for where, pairs in layers:
+        for name, value in pairs:
+            if name not in spec.classes:
+                raise SpecError(
+                    f"{where} {name}={value}: the model has no class {name!r}; "
+                    f"its classes are {list(spec.classes)}"
+                )
+            out[name] = check_threshold(value, f"{where} {name}")
+    return out
 
 
 def _positive_int(v: Any, name: str) -> None:

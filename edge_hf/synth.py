@@ -30,6 +30,11 @@ caught), ``turn`` (stop mid-walk, walk back), ``get_up`` (from lying); ``other``
 drawn from the seed. ``story`` is a long stream (``SceneParams.story_s``) with ``falls`` falls and
 frame labels ``STORY_LABELS`` (see :mod:`edge_hf._story`).
 
+Mixed speed (``MIXED_SPEED``, for temporal pyramids): ``fall_stay`` and ``fall_recover`` are the
+same fall, at a speed drawn from 0.25 to 1.2 s (fast and slow falls alike), followed by lying
+still to the end, or by getting up within 1-2.5 s; with one seed the two clips are identical until
+the get-up (``phases()``: stand or walk, fall, lying, get_up, stand).
+
 Presets (``PRESETS``): ``easy`` is one figure on a flat, gradient or shapes background, nothing
 else moving (the scenes above, as first made). ``real`` is domain-randomised so a model cannot
 lean on a clean scene (:mod:`edge_hf._scene_real`): photographs (passed in as arrays; edge_hf
@@ -59,17 +64,17 @@ from edge_hf import _timelines as tl
 from edge_hf._distractors import CLIP_HORIZON_S, Layout
 from edge_hf._scene_real import RealLayers
 from edge_hf._story import STORY_LABELS
-from edge_hf._timelines import HARD_NEGATIVES
+from edge_hf._timelines import HARD_NEGATIVES, MIXED_SPEED
 
 ACTIONS: tuple[str, ...] = ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
 SCENES: tuple[str, ...] = (*ACTIONS, "demo")
 DEMO_LABELS: tuple[str, ...] = ("walk", "stand", "fall", "lie_down", "lying", "get_up")
 REAL_CLASSES: tuple[str, ...] = (*ACTIONS, "other")  # the real preset's action dataset
-NAMES: tuple[str, ...] = (*SCENES, *HARD_NEGATIVES, "other", "story")  # every valid scene
+NAMES: tuple[str, ...] = (*SCENES, *HARD_NEGATIVES, *MIXED_SPEED, "other", "story")  # all
 PRESETS: tuple[str, ...] = ("easy", "real")
 BACKGROUNDS: tuple[str, ...] = ("flat", "gradient", "shapes")  # easy; "real" draws its own
 
-__all__ = ["ACTIONS", "BACKGROUNDS", "DEMO_LABELS", "HARD_NEGATIVES", "NAMES", "PRESETS",
+__all__ = ["ACTIONS", "BACKGROUNDS", "DEMO_LABELS", "HARD_NEGATIVES", "MIXED_SPEED", "NAMES", "PRESETS",
            "REAL_CLASSES", "SCENES", "STORY_LABELS", "Scene", "SceneParams", "make_scene",
            "write_clip"]  # fmt: skip
 
@@ -188,6 +193,8 @@ _TIMELINES = {
     "lie_down": lambda st: tl.topple_clip(st, fast=False),
     "demo": tl.demo,
     **{k: (lambda st, k=k: tl.hard_negative_clip(st, k)) for k in HARD_NEGATIVES},
+    "fall_stay": lambda st: tl.fall_then(st, recover=False),
+    "fall_recover": lambda st: tl.fall_then(st, recover=True),
     "other": tl.other_clip,
     "story": _story.story,
 }

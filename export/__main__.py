@@ -20,6 +20,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from edge_hf.errors import SpecError
+from edge_hf.spec import parse_threshold
 from export.errors import ExportError, UsageError
 from export.formats import FORMATS, check_options, parse_formats
 
@@ -32,14 +34,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _threshold(text: str) -> tuple[str, float]:
-    name, sep, value = text.partition("=")
     try:
-        v = float(value)
-    except ValueError:
-        v = -1.0
-    if not sep or not name or not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(f"expected CLASS=P with 0 < P <= 1, found {text!r}")
-    return name, v
+        return parse_threshold(text)
+    except SpecError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--threshold: ")) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -56,6 +56,16 @@ def write_card(path: Path, report: dict) -> None:
     path.write_text("\n".join(card_lines(report)) + "\n")
 
 
+def _pyramid_lines(spec: dict) -> list[str]:
+    if not spec["scales"]:
+        return []
+    scales = "; ".join(
+        f"input {k}: {s['frames']} frames every {s['stride']}, ending {s['offset']} before the newest"
+        for k, s in enumerate(spec["scales"])
+    )
+    return ["", f"A temporal pyramid, one input per scale through one backbone ({scales})."]
+
+
 def card_lines(r: dict) -> list[str]:
     spec, data, env = r["spec"], r["data"], r["environment"]
     alerts = ", ".join(f"{c} ≥ {t}" for c, t in spec["alert_classes"].items()) or "none"
@@ -67,6 +77,7 @@ def card_lines(r: dict) -> list[str]:
         f"frame(s), squashed to {h}x{w} ({spec['interpolation']}) — into one of "
         f"{len(spec['classes'])} classes: {', '.join(spec['classes'])}. "
         f"Alerts by default: {alerts}.",
+        *_pyramid_lines(spec),
         "",
         "Input: uint8 `[N, T, H, W, 3]`, BGR as OpenCV delivers it, oldest frame first; the "
         "graph casts, reorders and scales itself. The spec travels inside each model file "
@@ -142,6 +153,12 @@ def metrics_table(r: dict) -> list[str]:
 
 
 def adapter_lines(r: dict) -> list[str]:
+    if r["adapter"] is None:
+        return [
+            "## The input adapter's cost",
+            "",
+            "Not measured for a temporal pyramid: its first convolution takes every scale at once.",
+        ]
     lines = [
         "## The input adapter's cost",
         "",

@@ -12,7 +12,7 @@ import torch
 
 from edge_hf.errors import SpecError
 from edge_hf.paths import file_problem
-from edge_hf.spec import HyperframeSpec, check_threshold
+from edge_hf.spec import HyperframeSpec, layer_thresholds
 from export.errors import CheckpointError, UsageError
 from models.model import HyperframeNet, build
 
@@ -53,6 +53,7 @@ def load_checkpoint(path: Path) -> Checkpoint:
         stem_bn=bool(config.get("stem_bn")),
         size=config.get("size"),
         input_mode=config.get("input_mode", "frames"),
+        scales=len(spec.inputs),
     )
     try:
         net.load_state_dict(state["model"])
@@ -84,15 +85,8 @@ def _read(path: Path) -> Any:
 
 def with_thresholds(spec: HyperframeSpec, overrides: list[tuple[str, float]]) -> HyperframeSpec:
     """The spec with alert thresholds set or added (``--threshold CLASS=P``)."""
-    thresholds = dict(spec.alert_classes)
-    for name, value in overrides:
-        if name not in spec.classes:
-            raise UsageError(
-                f"--threshold {name}={value}: the model has no class {name!r}; "
-                f"its classes are {list(spec.classes)}"
-            )
-        try:
-            thresholds[name] = check_threshold(value, f"--threshold {name}")
-        except SpecError as e:
-            raise UsageError(str(e)) from None
+    try:
+        thresholds = layer_thresholds(spec, [("--threshold", tuple(overrides))])
+    except SpecError as e:
+        raise UsageError(str(e)) from None
     return replace(spec, alert_classes=tuple(thresholds.items()))

@@ -19,7 +19,7 @@ from models.dataset import EvalSet, Windows
 
 @dataclass(frozen=True)
 class Hyperframes:
-    x: np.ndarray  # [M, T, H, W, 3] uint8, the model's input
+    x: np.ndarray  # [M, T, H, W, 3] uint8: every model input's frames in turn (split_inputs)
     y: np.ndarray  # [M] class index
     clip: np.ndarray  # [M] which video each window comes from (a video's logits are averaged)
 
@@ -69,7 +69,7 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
     def windows(videos: tuple[datasets.Video, ...]) -> Windows:
         strategy = config.get("label_strategy", "video")
         try:
-            return Windows(videos, cache, spec.frames, spec.stride, strategy, abnormal)
+            return Windows(videos, cache, spec.inputs, strategy, abnormal)
         except datasets.DataError as e:
             raise DataError(f"calibration data {root}: {e}") from None
 
@@ -100,7 +100,7 @@ def balanced(w: Windows, relabel: np.ndarray, limit: int) -> Hyperframes:
     the rare fast window; a random sample of a clip is mostly its still lead-in and tail, and
     would set activation ranges that clip the motion away."""
     per_class: dict[int, list[tuple[float, int, int]]] = {}
-    first, last = int(w.offsets[0]), int(w.offsets[-1])
+    first, last = int(w.offsets.min()), int(w.offsets.max())  # the window's oldest, newest
     for c, (starts, labels) in enumerate(zip(w.starts, w.labels, strict=True)):
         clip = w.clips[c]
         for s, lab in zip(starts.tolist(), labels.tolist(), strict=True):

@@ -18,9 +18,11 @@ import openvino as ov
 import torch
 
 from edge_hf.backends import load_backend
+from edge_hf.sampler import input_buffers
 from export.data import Hyperframes
 from export.errors import ParityError
 from export.to_openvino import F32
+from models.dataset import split_inputs
 from models.metrics import confusion, summary
 
 # max |logit difference| relative to the trained model's logit range on the validation set
@@ -45,14 +47,15 @@ def backend_logits(path: Path, x: np.ndarray, n_classes: int) -> np.ndarray:
     """Logits of a model file as the runtime computes them: bound buffers, batches of BATCH (the
     last one padded)."""
     b = load_backend(path)
-    buf = np.zeros((BATCH, *x.shape[1:]), np.uint8)
+    bufs = input_buffers(b.spec, BATCH)
     out = np.zeros((BATCH, n_classes), np.float32)
-    b.bind([buf], out)
+    b.bind(bufs, out)
     logits = np.empty((len(x), n_classes), np.float32)
     for i in range(0, len(x), BATCH):
         chunk = x[i : i + BATCH]
-        buf[: len(chunk)] = chunk
-        buf[len(chunk) :] = chunk[-1]
+        for buf, part in zip(bufs, split_inputs(chunk, b.spec.inputs), strict=True):
+            buf[: len(part)] = part
+            buf[len(part) :] = part[-1]
         b.infer()
         logits[i : i + len(chunk)] = out[: len(chunk)]
     return logits
@@ -139,8 +142,8 @@ def torch_step(net: torch.nn.Module, x: np.ndarray) -> Step:
 def backend_step(path: Path, x: np.ndarray, n_classes: int) -> tuple[Step, dict]:
     """One ``infer()`` of the runtime's own backend on ``x``, and its engine details."""
     b = load_backend(path)
-    buf, out = np.ascontiguousarray(x), np.zeros((len(x), n_classes), np.float32)
-    b.bind([buf], out)
+    bufs = [np.ascontiguousarray(part) for part in split_inputs(x, b.spec.inputs)]
+    b.bind(bufs, np.zeros((len(x), n_classes), np.float32))
     return b.infer, b.describe()
 
 

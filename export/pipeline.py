@@ -81,9 +81,11 @@ def build(
     _latency(rows, built, ckpt, data, opts.repeats)
     if "openvino-int8" in rows:
         rows["openvino-int8"]["drop"] = _drop(rows["openvino"], rows["openvino-int8"])
-    backbone = folder / "backbone.onnx"
-    backbone_of(built.files["onnx"], backbone)
-    adapter = measure.adapter_cost(built.files["onnx"], backbone, data.val.x[:1], opts.repeats)
+    adapter = None  # a pyramid's first conv sees every scale at once: nothing to compare alone
+    if len(spec.inputs) == 1:
+        backbone = folder / "backbone.onnx"
+        backbone_of(built.files["onnx"], backbone)
+        adapter = measure.adapter_cost(built.files["onnx"], backbone, data.val.x[:1], opts.repeats)
     return {
         "checkpoint": {"path": str(ckpt.path), "epoch": ckpt.epoch, "config": ckpt.config},
         "spec": spec.to_dict(),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,7 +72,8 @@ class QuantOptions:
 
 
 def quantize(model: ov.Model, data: EvalData, opts: QuantOptions) -> ov.Model:
-    calib = nncf.Dataset([x[None] for x in data.calib.x[: opts.subset_size]])
+    inputs = _inputs_of(model)
+    calib = nncf.Dataset([x[None] for x in data.calib.x[: opts.subset_size]], inputs)
     common: dict[str, Any] = {
         "preset": PRESETS[opts.preset],
         "subset_size": min(opts.subset_size, len(data.calib)),
@@ -89,7 +90,7 @@ def quantize(model: ov.Model, data: EvalData, opts: QuantOptions) -> ov.Model:
                 advanced_parameters=AdvancedQuantizationParameters(**advanced),
                 **common,
             )
-        val = nncf.Dataset(_validation_items(data), lambda item: item[0])
+        val = nncf.Dataset(_validation_items(data), lambda item: inputs(item[0]))
         return nncf.quantize_with_accuracy_control(
             model,
             calib,
@@ -140,6 +141,16 @@ def _nncf_on_stderr(level: int) -> Iterator[None]:
             h.setStream(stream)
 
 
+def _inputs_of(model: ov.Model | ov.CompiledModel) -> Callable[[np.ndarray], Any]:
+    """A window's frames (every input's in turn) -> what the model takes: the array itself, or
+    one array per input (a temporal pyramid)."""
+    n = len(model.inputs)
+    if n == 1:
+        return lambda x: x
+    t = model.inputs[0].get_partial_shape()[1].get_length()
+    return lambda x: [np.ascontiguousarray(x[:, k * t : (k + 1) * t]) for k in range(n)]
+
+
 def _validation_items(data: EvalData) -> list[tuple[np.ndarray, int]]:
     """What the report's top-1 counts, on the trainer's validation split (never the test split
     the report measures): a video (its windows as one batch) or a window."""
@@ -154,5 +165,6 @@ def _top1(
 ) -> tuple[float, list[float]]:
     """Top-1 (a video's windows' logits averaged, as the report does) and each item's hit, as
     quantize_with_accuracy_control expects."""
-    hits = [float(np.argmax(compiled(x)[0].mean(0)) == y) for x, y in items]
+    feed = _inputs_of(compiled)
+    hits = [float(np.argmax(compiled(feed(x))[0].mean(0)) == y) for x, y in items]
     return (sum(hits) / len(hits) if hits else 0.0), hits

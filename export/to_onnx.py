@@ -1,5 +1,6 @@
 """ONNX export: the folded model with its input adapter inside the graph, the contract's uint8
-``[N, T, H, W, 3]`` input with a dynamic N, the spec in ``metadata_props``, checked."""
+``[N, T, H, W, 3]`` input (one per scale for a pyramid) with a dynamic N, the spec in
+``metadata_props``, checked."""
 
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ def export_onnx(net: HyperframeNet, spec: HyperframeSpec, path: Path) -> None:
     """The whole model: uint8 frames in, logits out, spec in the file."""
     if not net.adapter.folded:  # scaling per pixel in the graph would cost more than conv1
         raise ValueError("fold() the model before export")
-    example = torch.zeros(spec.input_shape(batch=2), dtype=torch.uint8)
-    model = _trace(Deployed(net), example, INPUT)
+    n = len(spec.inputs)
+    examples = tuple(torch.zeros(spec.input_shape(k, batch=2), dtype=torch.uint8) for k in range(n))
+    names = [INPUT] if n == 1 else [f"{INPUT}_{k}" for k in range(n)]  # frames_0: the first scale
+    module = Deployed(net) if n == 1 else DeployedPyramid(net)
+    model = _trace(module, examples, names)
     write_onnx_spec(model, spec)
     model.producer_name = "edge-hf export"
     onnx.checker.check_model(model, full_check=True)
@@ -57,6 +61,19 @@ class Deployed(nn.Module):
         return self.backbone(self.adapter(x))
 
 
+class DeployedPyramid(nn.Module):
+    """A pyramid as exported: one uint8 input per scale, the scales through the backbone as one
+    batch, the head on their features side by side (models.pyramid.PyramidNet.classify)."""
+
+    def __init__(self, net: HyperframeNet) -> None:
+        super().__init__()
+        self.adapter = FramesToChannels()
+        self.net = net
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        return self.net.classify(self.net.backbone(self.adapter(torch.cat(xs, 0))))
+
+
 def backbone_of(model_path: Path, out: Path) -> None:
     """The exported graph from conv1's input on: the backbone alone, on the float
     ``[N, 3T, H, W]`` the input adapter makes. What the adapter's cost is measured against; not
@@ -67,7 +84,9 @@ def backbone_of(model_path: Path, out: Path) -> None:
     onnx.save(onnx.utils.Extractor(model).extract_model([conv1.input[0]], outputs), out)
 
 
-def _trace(module: nn.Module, example: torch.Tensor, input_name: str) -> onnx.ModelProto:
+def _trace(
+    module: nn.Module, examples: tuple[torch.Tensor, ...], input_names: list[str]
+) -> onnx.ModelProto:
     batch = torch.export.Dim("N")
     # The exporter narrates each stage on stdout and warns about its own internals; our output
     # is the report, so both are captured (a failure still raises with its own message).
@@ -75,11 +94,14 @@ def _trace(module: nn.Module, example: torch.Tensor, input_name: str) -> onnx.Mo
         warnings.simplefilter("ignore")
         program = torch.onnx.export(
             module,
-            (example,),
+            examples,
             dynamo=True,
-            input_names=[input_name],
+            input_names=input_names,
             output_names=[OUTPUT],
-            dynamic_shapes=({0: batch},),
+            # forward(x), or forward(*xs) whose varargs torch.export sees as one nested input
+            dynamic_shapes=({0: batch},)
+            if len(examples) == 1
+            else (({0: batch},) * len(examples),),
             opset_version=OPSET,
             external_data=False,
             verbose=False,

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import tomllib
 
+from edge_hf.errors import SpecError
+from edge_hf.spec import HyperframeSpec, Scale
 from models.augment import MODES
 from models.data import STRATEGIES, DataError
 from models.model import INFLATIONS, INPUTS
@@ -26,6 +29,7 @@ class TrainConfig:
     arch: str = "mobilenetv3_small_100"
     frames: int = 3
     stride: int = 1
+    scales: tuple[str, ...] = ()  # a temporal pyramid: "TxS" or "TxS+O" per input (models.model)
     size: int = 160
     batch: int = 32
     epochs: int = 10
@@ -77,6 +81,13 @@ class TrainConfig:
             (0 <= self.val_fraction < 1, "val_fraction", "a fraction in [0, 1)"),
             (0 <= self.test_fraction < 1, "test_fraction", "a fraction in [0, 1)"),
         ]
+        if self.scales:  # the spec's own check, at start-up: frames per scale, first stride
+            try:
+                HyperframeSpec(
+                    self.frames, self.stride, (16, 16), ("c",), scales=pyramid_scales(self)
+                )
+            except SpecError as e:
+                raise DataError(f"scales {list(self.scales)}: {e}") from None
         for ok, key, expected in checks:
             if not ok:
                 raise DataError(
@@ -96,6 +107,9 @@ HELP = {
     "arch": "timm backbone name, e.g. mobilenetv3_small_100",
     "frames": "T: frames per hyperframe",
     "stride": "source frames between the hyperframe's frames",
+    "scales": "a temporal pyramid, one input per scale through one backbone: TxS[+O] each "
+    "(T frames every S, ending O frames before the newest), e.g. 3x1 3x4; T must be --frames "
+    "and the first S --stride",
     "size": "input height and width in pixels (frames are squashed to size x size)",
     "batch": "samples per training step",
     "epochs": "at most this many epochs (the cosine schedule spans them)",
@@ -128,6 +142,20 @@ HELP = {
 }
 
 
+_SCALE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*(?:\+\s*(\d+))?\s*$")
+
+
+def pyramid_scales(cfg: TrainConfig) -> tuple[Scale, ...]:
+    """``scales`` as the spec's Scales (``()``: one input of frames x stride)."""
+    out = []
+    for text in cfg.scales:
+        m = _SCALE.match(str(text))
+        if not m:
+            raise DataError(f"scales: expected TxS or TxS+O (e.g. 3x1, 3x4+2), found {text!r}")
+        out.append(Scale(int(m[1]), int(m[2]), int(m[3] or 0)))
+    return tuple(out)
+
+
 def read_recipe(name: str) -> dict[str, Any]:
     path = Path(name) if name.endswith(".toml") else RECIPES / f"{name}.toml"
     if not path.is_file():
@@ -152,6 +180,8 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
             ap.add_argument(flag, action="store_true", default=None, help=text)
         elif f.name == "abnormal":
             ap.add_argument(flag, nargs="+", default=None, help=f"{text} (default: fall)")
+        elif f.name == "scales":
+            ap.add_argument(flag, nargs="+", default=None, metavar="TxS[+O]", help=text)
         else:
             kind = {"int": int, "float": float}.get(f.type, str)
             default = "" if f.default in ("", 0, 0.0) else f" (default: {f.default})"
@@ -159,8 +189,9 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
     args = {k: v for k, v in vars(ap.parse_args(argv)).items() if v is not None}
     values = read_recipe(args["recipe"]) if args.get("recipe") else {}
     values.update(args)
-    if "abnormal" in values:
-        values["abnormal"] = tuple(values["abnormal"])
+    for key in ("abnormal", "scales"):
+        if key in values:
+            values[key] = tuple(values[key])
     if not values.get("data"):
         raise DataError(
             "--data is required: a dataset folder (folder per class, UCF101, or segments.csv)"

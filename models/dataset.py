@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from edge_hf.spec import Scale
 from models.augment import AugConfig, augment
 from models.cache import FrameCache
 from models.data import DataError, Video, window_label
@@ -16,20 +17,38 @@ from models.data import DataError, Video, window_label
 log = logging.getLogger("models")
 
 
+def offsets_of(inputs: tuple[Scale, ...]) -> np.ndarray:
+    """Frames of a window after its first frame, every input's in turn (oldest first within an
+    input): the spec's lags (``Scale.lags()``) turned round from the window's newest frame, so
+    training, calibration and the runtime's gather (edge_hf.sampler) pick the same frames."""
+    lags = np.concatenate([np.asarray(s.lags(), np.int64) for s in inputs])
+    return int(lags.max()) - lags
+
+
+def split_inputs(x, inputs: tuple[Scale, ...]) -> list:
+    """A window's frames (axis 1: every input's in turn) -> one array per model input."""
+    if len(inputs) == 1:
+        return [x]
+    cuts = np.cumsum([s.frames for s in inputs])[:-1].tolist()
+    return [x[:, a:b] for a, b in zip([0, *cuts], [*cuts, x.shape[1]], strict=True)]
+
+
 class Windows:
-    """Valid hyperframe windows of a set of videos (start frames whose label is not -1)."""
+    """Valid hyperframe windows of a set of videos (start frames whose label is not -1). A window
+    is every model input's frames in turn (``offsets_of``): ``[sum of T, H, W, 3]``."""
 
     def __init__(
         self,
         videos: tuple[Video, ...],
         cache: FrameCache,
-        frames: int,
-        stride: int,
+        inputs: tuple[Scale, ...],
         strategy: str,
         abnormal: frozenset[int],
     ) -> None:
-        self.span = (frames - 1) * stride + 1
-        self.offsets = np.arange(frames) * stride
+        self.inputs = inputs
+        self.offsets = offsets_of(inputs)
+        self.span = int(self.offsets.max()) + 1
+        label_frames = sorted(set(self.offsets.tolist()))  # the frames a window sees, once each
         self.clips: list[np.ndarray] = []
         self.starts: list[np.ndarray] = []  # per clip: valid start frames
         self.labels: list[np.ndarray] = []  # per clip: label of each valid start
@@ -45,7 +64,7 @@ class Windows:
                 continue
             starts, labels = [], []
             for s in range(len(arr) - self.span + 1):
-                lab = window_label(v.labels, list(s + self.offsets), strategy, abnormal)
+                lab = window_label(v.labels, [s + f for f in label_frames], strategy, abnormal)
                 if lab >= 0:
                     starts.append(s)
                     labels.append(lab)

@@ -2,6 +2,7 @@
 
     python -m models.evaluate MODEL STREAMS [--threshold CLASS=P] [--k-of-n K/N] [--cooldown S]
                               [--max-delay 1.0] [--target 0.5] [--every N] [--out DIR]
+                              [--confirm MODEL2 [--screen-threshold CLASS=P]]
 
 MODEL is any exported file (``.onnx``, ``.xml``) or a training checkpoint (``.pt``, exported to
 ONNX on the fly: needs torch). STREAMS is a folder of long videos with frame-level labels
@@ -20,6 +21,11 @@ the operating point recommended at the runtime's k-of-n: the most events caught 
 then the higher threshold). ``OUT/eval.json`` has everything, ``OUT/sweep.png`` draws false alarms
 per hour against recall. ``python -m export ... --threshold CLASS=P`` writes a threshold into the
 model's spec.
+
+With ``--confirm MODEL2`` the runtime runs in two-stage mode (edge_hf.twostage): MODEL screens
+every hop and MODEL2 confirms; the recorded scores are what reaches the alert logic (MODEL2's
+where it confirmed), and ``cost`` in the report says how often each stage ran and the model time
+per source frame, to compare with MODEL alone.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import logging
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +62,8 @@ class Options:
     match: float = 5.0  # seconds after the impact: later starts are false alarms
     target: float = 0.5  # false alarms per hour the recommendation may cost
     every: int = 1
+    confirm: Path | None = None  # two-stage mode: the confirming model
+    screen: tuple[tuple[str, float], ...] = ()  # its screening thresholds
 
 
 @dataclass
@@ -68,6 +76,8 @@ class Stream:
     anchors: np.ndarray  # [M] newest source frame of each hyperframe
     probs: np.ndarray  # [M, C] activated scores
     events: dict[str, list[tuple[int, int]]]  # class -> (first frame, impact frame)
+    model_s: float = 0.0  # seconds in model calls (both stages)
+    stages: tuple[tuple[str, int], ...] = ()  # two-stage mode: screened, confirmed, rejected
 
 
 class _Tap:
@@ -78,10 +88,10 @@ class _Tap:
         self.anchors: list[int] = []
         self.probs: list[np.ndarray] = []
 
-    def update(self, probs: np.ndarray, frame: int, t: float):
+    def update(self, probs: np.ndarray, frame: int, t: float, *screen: np.ndarray):
         self.anchors.append(frame)
         self.probs.append(probs.copy())
-        return self.logic.update(probs, frame, t)
+        return self.logic.update(probs, frame, t, *screen)
 
     def close(self, frame: int, t: float):
         return self.logic.close(frame, t)
@@ -95,6 +105,8 @@ def score(model: Path, video: Path, opts: Options) -> tuple[Runtime, _Tap, int]:
         every=opts.every,
         thresholds=opts.thresholds,
         source_opts=SourceOptions(fast=True),
+        confirm=opts.confirm,
+        screen_thresholds=opts.screen,
     )
     rt = Runtime(cfg, [], threading.Event())
     tap = _Tap(rt.cameras[0].logic)
@@ -128,9 +140,10 @@ def load_streams(model: Path, root: Path, opts: Options) -> tuple[list[Stream], 
         classes, thresholds = rt.spec.classes, dict(alert_policy(rt.spec, rt.cfg).thresholds)
         events = {c: events_of(labels, c) for c in tap.labels}
         probs = np.stack(tap.probs) if tap.probs else np.zeros((0, len(classes)), np.float32)
-        streams.append(
-            Stream(rel, rt.cameras[0].source.fps, length, np.array(tap.anchors), probs, events)
-        )
+        cost = rt.latency.total + (rt.two.latency.total if rt.two else 0.0)
+        stages = rt.two.counts() if rt.two else ()
+        streams.append(Stream(rel, rt.cameras[0].source.fps, length, np.array(tap.anchors),
+                              probs, events, cost, stages))  # fmt: skip
         log.info("%d/%d %s: %d frames, %d hyperframes", i + 1, len(per_video), rel, length,
                  len(tap.anchors))  # fmt: skip
     return streams, classes, thresholds
@@ -213,11 +226,24 @@ def recommend(rows: list[dict], target: float) -> dict:
     return {**best, "meets_target": False}
 
 
+def cost(streams: list[Stream]) -> dict:
+    """Model time per source frame (both stages), and how often the two stages ran."""
+    frames = sum(s.length for s in streams)
+    out = {"model_ms_per_frame": 1000.0 * sum(s.model_s for s in streams) / max(1, frames),
+           "hyperframes": int(sum(len(s.anchors) for s in streams))}  # fmt: skip
+    if any(s.stages for s in streams):
+        out["two_stage"] = {
+            k: sum(dict(s.stages)[k] for s in streams) for k, _ in streams[0].stages
+        }
+    return out
+
+
 def evaluate(model: Path, root: Path, opts: Options) -> dict:
     streams, classes, thresholds = load_streams(model, root, opts)
     hours = sum(s.length / s.fps for s in streams) / 3600.0
     report = {"model": str(model), "streams": str(root), "videos": len(streams), "hours": hours,
-              "options": opts.__dict__, "classes": {}}  # fmt: skip
+              "options": {k: v if k != "confirm" else str(v) for k, v in opts.__dict__.items()},
+              "cost": cost(streams), "classes": {}}  # fmt: skip
     for cls, thr in thresholds.items():
         column = classes.index(cls)
         kns = KN if (opts.k, opts.n) in KN else (*KN, (opts.k, opts.n))
@@ -299,6 +325,20 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         help="false alarms per hour the recommended point may cost (default: 0.5)",
     )
     ap.add_argument(
+        "--confirm",
+        type=Path,
+        metavar="MODEL2",
+        help="two-stage mode: MODEL screens, MODEL2 (.onnx/.xml/best.pt) confirms",
+    )
+    ap.add_argument(
+        "--screen-threshold",
+        type=_threshold,
+        action="append",
+        default=[],
+        metavar="CLASS=P",
+        help="two-stage mode: MODEL's score that sends a hyperframe to MODEL2 (default 0.5)",
+    )
+    ap.add_argument(
         "--every", type=int, default=1, help="run the model every N frames (default: 1)"
     )
     ap.add_argument(
@@ -309,14 +349,17 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     )
     args = ap.parse_args(argv)
     opts = Options(tuple(args.threshold), *args.k_of_n, args.cooldown, args.max_delay,
-                   args.match, args.target, args.every)  # fmt: skip
+                   args.match, args.target, args.every, args.confirm,
+                   tuple(args.screen_threshold))  # fmt: skip
     AlertPolicy((("x", 0.5),), opts.k, opts.n, opts.cooldown)  # the runtime's own checks
     return args, opts
 
 
 def summary(report: dict) -> str:
     lines = [
-        f"{report['videos']} streams, {report['hours']:.2f} h of video",
+        f"{report['videos']} streams, {report['hours']:.2f} h of video; model time "
+        f"{report['cost']['model_ms_per_frame']:.3f} ms per frame"
+        + "".join(f", {k} {v}" for k, v in report["cost"].get("two_stage", {}).items()),
         "| class | point | threshold | k/n | events | caught | in time | missed | false/h "
         "| delay median | delay p95 |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -342,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args, opts = parse(argv)
         with tempfile.TemporaryDirectory() as tmp:
+            if opts.confirm is not None:
+                (Path(tmp) / "confirm").mkdir()
+                opts = replace(opts, confirm=_model_file(opts.confirm, Path(tmp) / "confirm"))
             report = evaluate(_model_file(args.model, Path(tmp)), args.streams, opts)
     except (DataError, EdgeHFError) as e:
         print(f"models.evaluate: error: {e}", file=sys.stderr)

@@ -26,7 +26,7 @@ from models import data as datasets
 from models.config import TrainConfig, parse
 from models.model import build
 from models.synthdata import write_action_dataset
-from models.train import loaders, optimizer, train
+from models.train import loaders, optimizer, spec_for, train
 
 ROWS = [
     ("T=3, synchronized aug", {}),
@@ -46,8 +46,9 @@ def throughput(cfg: TrainConfig, rounds: int = 3, steps: int = 6) -> tuple[float
     """Samples/s of training steps fed by the real loader (decode cache, windows, augmentation)
     and of the same steps on one ready-made batch, alternating, medians over rounds."""
     ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction, cfg.test_fraction)
-    train_dl = loaders(cfg, ds).train
-    model = build(cfg.arch, cfg.frames, len(ds.classes)).train()
+    spec = spec_for(cfg, ds.classes)
+    train_dl = loaders(cfg, ds, spec).train
+    model = build(cfg.arch, cfg.frames, len(ds.classes), scales=len(spec.inputs)).train()
     opt = optimizer(cfg, model)
     x0, y0 = next(iter(train_dl))
     step(model, opt, x0, y0)  # warm-up

@@ -113,12 +113,24 @@ def build(
     stem_bn: bool = False,
     size: int | None = None,
     input_mode: str = "frames",
+    scales: int = 1,
 ) -> HyperframeNet:
+    """A hyperframe model; with ``scales`` > 1 a temporal pyramid (models.pyramid) whose
+    backbone is shared by the scales and whose head sees all their features."""
     extra = {"img_size": size} if size and arch.startswith(("vit", "deit")) else {}
     backbone = timm.create_model(
-        arch, pretrained=False, in_chans=3 * frames, num_classes=num_classes, **extra
+        arch,
+        pretrained=False,
+        in_chans=3 * frames,
+        num_classes=num_classes if scales == 1 else 0,
+        **extra,
     )
-    net = HyperframeNet(backbone, frames, input_mode)
+    if scales == 1:
+        net = HyperframeNet(backbone, frames, input_mode)
+    else:
+        from models.pyramid import PyramidNet  # it subclasses HyperframeNet
+
+        net = PyramidNet(backbone, frames, scales, num_classes, input_mode)
     if pretrained:
         load_pretrained(net, pretrained, inflation)
     if stem_bn:  # seed 4.3: a fresh BatchNorm after the stem relearns the input's scale

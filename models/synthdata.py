@@ -2,6 +2,7 @@
 
     python -m models.synthdata OUT [--preset real] [--clips-per-class 60] [--streams 40]
                                [--stream-minutes 3] [--size 180x320] [--seed 0] [--jobs 2]
+                               [--mixed-speed]
 
 (a) a folder-per-class dataset in UCF101 layout: ``OUT/<class>/v_<class>_gGG_cCC.avi`` plus
 ``classInd.txt``, ``trainlist01.txt``, ``testlist01.txt`` (split by group, as UCF101 does, so
@@ -19,6 +20,8 @@ held-out ones, with seeds the training list never uses. Clips are MJPG at a rand
 with about one fall a minute; ``fall`` covers the frames from the start of the fall motion up to
 and including the impact. Written as H.264 at a random bit rate (ffmpeg) or ``--stream-codec
 mjpeg``. ``easy``: the demo story.
+With ``--mixed-speed`` the class ``fall`` becomes ``fall_stay`` and ``fall_recover`` (the same fall
+at any speed, then lying still or getting up; annotated from the fall to the end of the clip).
 
 Exit codes: 0 done, 2 bad arguments, 3 a tool or file is missing (ffmpeg, scikit-image's photos).
 """
@@ -63,8 +66,13 @@ class Job(NamedTuple):
     story: tuple[float, int] | None = None  # (seconds, falls) of a story
 
 
-def classes(preset: str) -> tuple[str, ...]:
-    return synth.REAL_CLASSES if preset == "real" else synth.ACTIONS
+def classes(preset: str, mixed: bool = False) -> tuple[str, ...]:
+    """The preset's classes; ``mixed``: ``fall`` replaced by the mixed-speed pair (a fall, fast
+    or slow, then staying down or getting up: ``edge_hf.synth.MIXED_SPEED``)."""
+    names = synth.REAL_CLASSES if preset == "real" else synth.ACTIONS
+    if not mixed:
+        return names
+    return tuple(n for c in names for n in (synth.MIXED_SPEED if c == "fall" else (c,)))
 
 
 _PHOTOS: dict[str, list] = {}
@@ -103,6 +111,9 @@ def annotations(action: str, phases, names: tuple[str, ...]) -> list[tuple[int, 
     """Where an action clip shows its action: the clip's own phase keeps its class; the still
     or hard-negative parts (lying after the fall, sitting, crouching) are ``other`` when the
     classes have it; walking and standing around the action are left out."""
+    if action in synth.MIXED_SPEED:  # from the fall on: what follows it is the difference
+        first = next(start for _, start, _, phase in phases if phase == "fall")
+        return [(first, phases[-1][2], action)]
     rows = []
     for _, start, end, phase in phases:
         if phase == action:
@@ -128,10 +139,12 @@ def write_action_dataset(
     *,
     preset: str = "easy",
     workers: int = 1,
+    mixed: bool = False,
 ) -> int:
-    """Write the UCF101-layout dataset of `preset`; returns the number of frames written."""
+    """Write the UCF101-layout dataset of `preset` (``mixed``: with the mixed-speed pair for
+    ``fall``, see ``classes``); returns the number of frames written."""
     out.mkdir(parents=True, exist_ok=True)
-    names = classes(preset)
+    names = classes(preset, mixed)
     codec = "mjpeg" if preset == "real" else "mjpeg-default"
     train, test, jobs = [], [], []
     for ci, action in enumerate(names):
@@ -261,6 +274,13 @@ def _parser() -> argparse.ArgumentParser:
         "easy: the first plain scenes, six classes (default: %(default)s)",
     )
     ap.add_argument(
+        "--mixed-speed",
+        action="store_true",
+        help="replace the class fall by fall_stay and fall_recover: the same fall, fast or slow, "
+        "then staying down or getting up within seconds (for temporal pyramids; train with "
+        "--abnormal fall_stay)",
+    )
+    ap.add_argument(
         "--stream-codec",
         choices=("h264", "mjpeg"),
         default="h264",
@@ -284,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         n = write_action_dataset(
             args.out, args.clips_per_class, args.size, args.seed, args.fps,
-            preset=args.preset, workers=args.jobs,
+            preset=args.preset, workers=args.jobs, mixed=args.mixed_speed,
         )  # fmt: skip
         t1 = time.perf_counter()
         print(f"wrote {args.out}: {n} frames in {t1 - t0:.1f} s ({_rate(n, t1 - t0)})")

@@ -27,12 +27,13 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from edge_hf.errors import SpecError
 from edge_hf.spec import HyperframeSpec
 from models import data as datasets
 from models import flips
 from models.augment import AugConfig
 from models.cache import FrameCache
-from models.config import TrainConfig, parse
+from models.config import TrainConfig, parse, pyramid_scales
 from models.data import DataError
 from models.dataset import EvalSet, TrainSet, Windows, collate
 from models.flips import FlipPlan
@@ -45,9 +46,17 @@ log = logging.getLogger("models")
 
 def spec_for(cfg: TrainConfig, classes: tuple[str, ...]) -> HyperframeSpec:
     alerts = tuple((c, 0.8) for c in classes if c in cfg.abnormal)
+    try:
+        return _spec(cfg, classes, alerts)
+    except SpecError as e:
+        raise DataError(f"{cfg.recipe or 'flags'}: {e}") from None
+
+
+def _spec(cfg: TrainConfig, classes: tuple[str, ...], alerts) -> HyperframeSpec:
     return HyperframeSpec(
         frames=cfg.frames,
         stride=cfg.stride,
+        scales=pyramid_scales(cfg),
         size=(cfg.size, cfg.size),
         classes=classes,
         alert_classes=alerts,
@@ -64,12 +73,12 @@ class Loaders(NamedTuple):
     flip: FlipPlan
 
 
-def loaders(cfg: TrainConfig, ds: datasets.Dataset) -> Loaders:
+def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loaders:
     cache = FrameCache(Path(cfg.cache), (cfg.size, cfg.size), "linear")
     abnormal = frozenset(ds.classes.index(c) for c in cfg.abnormal if c in ds.classes)
 
     def windows(videos: tuple[datasets.Video, ...]) -> Windows:
-        return Windows(videos, cache, cfg.frames, cfg.stride, cfg.label_strategy, abnormal)
+        return Windows(videos, cache, spec.inputs, cfg.label_strategy, abnormal)
 
     if not ds.val:
         raise DataError(
@@ -137,11 +146,12 @@ def train(cfg: TrainConfig) -> dict:
     torch.manual_seed(cfg.seed)
     device = device_for(cfg)
     ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction, cfg.test_fraction)
-    name = cfg.name or f"{Path(cfg.data).name}-t{cfg.frames}s{cfg.stride}-{cfg.aug}"
+    pyramid = "-pyramid-" + "-".join(cfg.scales) if cfg.scales else ""
+    name = cfg.name or f"{Path(cfg.data).name}-t{cfg.frames}s{cfg.stride}{pyramid}-{cfg.aug}"
     out = Path(cfg.out) / name
     out.mkdir(parents=True, exist_ok=True)
     spec = spec_for(cfg, ds.classes)
-    dl = loaders(cfg, ds)
+    dl = loaders(cfg, ds, spec)
     log.info(
         "%s: %d training, %d validation, %d test videos; %s",
         name, len(ds.train), len(ds.val), len(ds.test), dl.flip.describe(),
@@ -155,6 +165,7 @@ def train(cfg: TrainConfig) -> dict:
         stem_bn=cfg.stem_bn,
         size=cfg.size,
         input_mode=cfg.input_mode,
+        scales=len(spec.inputs),
     ).to(device)
     opt = optimizer(cfg, model)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg, len(dl.train)))
@@ -325,20 +336,32 @@ def resume(path: Path, spec: HyperframeSpec, model, opt, sched) -> tuple[int, li
     return ckpt["epoch"], json.loads(ckpt["history"])
 
 
+def _named(cfg: TrainConfig, suffix: str) -> str:
+    """A baseline's run name: the main run's with ``suffix``, or the default name (which
+    already says T and stride) when the main run has none."""
+    return f"{cfg.name}{suffix}" if cfg.name else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:
         cfg = parse(argv)
         results = [train(cfg)]
+        if cfg.baseline and cfg.scales:  # the pyramid against its own first scale alone
+            results.append(train(replace(cfg, scales=(), name=_named(cfg, "-single"))))
         if cfg.baseline and cfg.frames > 1:
             results.append(
-                train(replace(cfg, frames=1, stride=1, name=(cfg.name or "") and f"{cfg.name}-t1"))
+                train(replace(cfg, frames=1, stride=1, scales=(), name=_named(cfg, "-t1")))
             )
     except (DataError, FileNotFoundError, ValueError) as e:
         print(f"models.train: error: {e}", file=sys.stderr)
         return 2
     for r in results:
-        test = "no test split" if r["test"] is None else f"test top-1 {r['test_top1']:.3f}"
+        test = (
+            "no test split"
+            if r["test"] is None
+            else (f"test top-1 {r['test_top1']:.3f}, macro-F1 {r['test']['macro_f1']:.3f}")
+        )
         print(
             f"{r['name']}: val top-1 {r['best_top1']:.3f} (epoch {r['stopped']['best_epoch']}), "
             f"{test}; stopped: {r['stopped']['reason']}"

@@ -165,3 +165,17 @@ class EdgeHF:
         """Send ``sig`` and wait (at most ``timeout`` s) for the exit code."""
         self.proc.send_signal(sig)
         return self.proc.wait(timeout)
+
+
+@pytest.fixture(scope="session")
+def tiny_pyramid(tiny_actions: Path, tmp_path_factory: pytest.TempPathFactory):
+    """``models.train --recipe pyramid --baseline`` on the tiny actions (64 px, one epoch), as a
+    real subprocess: (the runs folder, the finished process). The trainer's test reads its
+    output; the export's test exports its pyramid."""
+    tmp = tmp_path_factory.mktemp("pyramid-train")
+    r = run_module("models.train", "--data", str(tiny_actions), "--recipe", "pyramid",
+                   "--size", "64", "--epochs", "1", "--batch", "8", "--samples-per-clip", "1",
+                   "--name", "pyr", "--baseline", "--out", str(tmp / "runs"),
+                   "--cache", str(tmp / "cache"), timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return tmp / "runs", r

@@ -91,3 +91,46 @@ def motion_model(
     write_onnx_spec(model, spec)
     onnx.checker.check_model(model)
     return model
+
+
+def constant_model(spec: HyperframeSpec, logits: list[float]) -> onnx.ModelProto:
+    """Every hyperframe gets ``logits``, whatever its frames; one uint8 input per ``spec.inputs``
+    (a pyramid's confirming model that always accepts, or always rejects)."""
+    h, w = spec.size
+    names = (
+        ["frames"] if len(spec.inputs) == 1 else [f"frames_{k}" for k in range(len(spec.inputs))]
+    )
+    n = helper.make_node
+    nodes, terms = [], []
+    for name in names:  # 0 * mean of every input, so each input is really read
+        nodes += [
+            n("Cast", [name], [f"{name}_f"], to=TensorProto.FLOAT),
+            n("ReduceMean", [f"{name}_f", "axes"], [f"{name}_m"], keepdims=0),  # [N]
+            n("Unsqueeze", [f"{name}_m", "one"], [f"{name}_u"]),  # [N, 1]
+            n("Mul", [f"{name}_u", "zero"], [f"{name}_z"]),  # [N, C] zeros
+        ]
+        terms.append(f"{name}_z")
+    nodes += [n("Sum", terms, ["zeros"]), n("Add", ["zeros", "bias"], ["logits"])]
+    consts = {
+        "axes": np.array([1, 2, 3, 4], np.int64),
+        "one": np.array([1], np.int64),
+        "zero": np.zeros(len(spec.classes), np.float32),
+        "bias": np.array(logits, np.float32),
+    }
+    graph = helper.make_graph(
+        nodes,
+        "edge_hf_constant",
+        [
+            helper.make_tensor_value_info(name, TensorProto.UINT8, ["N", s.frames, h, w, 3])
+            for name, s in zip(names, spec.inputs, strict=True)
+        ],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", len(spec.classes)])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in consts.items()],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="edge-hf"
+    )
+    model.ir_version = 9
+    write_onnx_spec(model, spec)
+    onnx.checker.check_model(model)
+    return model

@@ -248,3 +248,28 @@ def test_bad_input_is_one_line_with_a_documented_exit_code(tmp_path: Path, args,
     assert len(lines) == 1, r.stderr
     assert lines[0].startswith("edge-hf: error: ") and needle in lines[0], lines[0]
     assert r.stdout == "" and "hunter2" not in r.stderr
+
+
+def test_two_stage_run_and_check_config(tmp_path: Path, fall_clip: Path):
+    """`--confirm` on the command line and `model.confirm` in a config file: the events carry
+    the screening score; a confirming model of another size is one line and exit 2."""
+    from dataclasses import replace
+
+    from tests.motion_model import MOTION_SPEC, constant_model
+
+    model = save_model(tmp_path / "m.onnx")
+    confirm = tmp_path / "confirm.onnx"
+    onnx.save(constant_model(MOTION_SPEC, [-5.0, 5.0]), confirm)  # accepts every fall
+    r = run_cli("run", "--camera", str(fall_clip), "--model", str(model), "--fast",
+                "--confirm", str(confirm), "--screen-threshold", "fall=0.6")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    starts = [json.loads(x) for x in r.stdout.splitlines() if '"start"' in x]
+    assert starts and all(e["score"] > 0.99 and e["screen_score"] >= 0.6 for e in starts)
+    assert "two-stage:" in r.stderr and "confirmed" in r.stderr
+    wrong = tmp_path / "wrong.onnx"
+    onnx.save(constant_model(replace(MOTION_SPEC, size=(96, 96)), [0.0, 0.0]), wrong)
+    conf = tmp_path / "c.toml"
+    conf.write_text(f'cameras = ["{fall_clip}"]\n[model]\npath = "{model}"\nconfirm = "{wrong}"\n')
+    r = run_cli("check-config", str(conf))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "the confirming model's frames must be the screening model's" in r.stderr

@@ -79,16 +79,19 @@ def test_ring_wraps_around_for_thousands_of_frames(frames, stride, every):
 
 
 def test_pyramid_inputs_gather_their_own_frames():
-    sm = StrideSampler(spec(3, 1, scales=(Scale(3, 1, 0), Scale(2, 4, 1))), every=2)
+    sm = StrideSampler(spec(3, 1, scales=(Scale(3, 1, 0), Scale(3, 4, 1))), every=2)
     out = sm.input_buffers()
-    assert [b.shape for b in out] == [(1, 3, 2, 2, 3), (1, 2, 2, 2, 3)]
+    assert [b.shape for b in out] == [(1, 3, 2, 2, 3), (1, 3, 2, 2, 3)]
     for i in range(20):
         if sm.is_needed(i):
             sm.slot(i)[...] = i
         if sm.is_anchor(i):
             sm.gather(i, out)
-            assert [list(b[0, :, 0, 0, 0]) for b in out] == [[i - 2, i - 1, i], [i - 5, i - 1]]
-            assert sm.frames_of(i) == [[i - 2, i - 1, i], [i - 5, i - 1]]
+            assert [list(b[0, :, 0, 0, 0]) for b in out] == [
+                [i - 2, i - 1, i],
+                [i - 9, i - 5, i - 1],
+            ]
+            assert sm.frames_of(i) == [[i - 2, i - 1, i], [i - 9, i - 5, i - 1]]
 
 
 @pytest.mark.parametrize("every", [0, -1, 1.5])

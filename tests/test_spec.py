@@ -9,7 +9,14 @@ import pytest
 
 from edge_hf.backends import load_backend
 from edge_hf.errors import ModelError, SpecError
-from edge_hf.spec import METADATA_KEY, HyperframeSpec, Scale, write_onnx_spec
+from edge_hf.spec import (
+    METADATA_KEY,
+    HyperframeSpec,
+    Scale,
+    layer_thresholds,
+    parse_threshold,
+    write_onnx_spec,
+)
 from tests.conftest import save_model, save_openvino
 
 SPEC = HyperframeSpec(
@@ -118,3 +125,34 @@ def test_onnx_model_without_spec_is_refused_with_the_fix(tmp_path: Path):
     for backend in ("onnxruntime", "openvino"):
         with pytest.raises(ModelError, match=r"foreign.onnx has no edge-hf spec.*python -m export"):
             load_backend(tmp_path / "foreign.onnx", backend)
+
+
+@pytest.mark.parametrize(
+    ("scales", "expect"),
+    [
+        ([Scale(3, 1), Scale(3, 4, 2)], nullcontext()),
+        ([Scale(3, 1), Scale(5, 2)], pytest.raises(SpecError, match=r"scales\[1\].frames: expected 3 .*found 5")),
+        ([Scale(5, 1)], pytest.raises(SpecError, match=r"scales\[0\].frames: expected 3 .*found 5")),
+        ([Scale(3, 2), Scale(3, 4)], pytest.raises(SpecError, match=r"scales\[0\].stride: expected 1 .*found 2")),
+        ([Scale(3, 1), Scale(3, 1)], pytest.raises(SpecError, match="scales must differ")),
+        ([Scale(3, 1, 1), Scale(3, 4, 2)], pytest.raises(SpecError, match=r"newest frame \(offset 0\)")),
+    ],
+)  # fmt: skip
+def test_scales_are_checked_against_frames_and_stride(scales, expect):
+    with expect:
+        HyperframeSpec(frames=3, stride=1, size=(8, 8), classes=("a",), scales=tuple(scales))
+
+
+def test_thresholds_are_parsed_and_layered_in_one_place():
+    spec = HyperframeSpec(frames=1, stride=1, size=(8, 8), classes=("fall", "ok"),
+                          alert_classes=(("fall", 0.8),))  # fmt: skip
+    assert parse_threshold("fall=0.5") == ("fall", 0.5)
+    for bad in ("fall", "fall=0", "fall=1.5", "=0.5", "fall=nan", "fall=x"):
+        with pytest.raises(SpecError, match="expected CLASS=P with 0 < P <= 1"):
+            parse_threshold(bad)
+    layers = [("--threshold", (("fall", 0.6),)), ("cameras.a.thresholds", (("ok", 0.9),))]
+    assert layer_thresholds(spec, layers) == {"fall": 0.6, "ok": 0.9}
+    with pytest.raises(SpecError, match="cameras.a.thresholds smoke=0.5: the model has no class"):
+        layer_thresholds(spec, [("cameras.a.thresholds", (("smoke", 0.5),))])
+    with pytest.raises(SpecError, match=r"--threshold fall must be a threshold in \(0, 1\]"):
+        layer_thresholds(spec, [("--threshold", (("fall", 2.0),))])

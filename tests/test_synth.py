@@ -227,3 +227,33 @@ def test_write_clip_names_a_path_it_cannot_open(tmp_path: Path) -> None:
 def test_synth_never_imports_torch() -> None:
     code = "import sys; sys.modules['torch'] = None; import edge_hf.synth"  # import torch fails
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+@pytest.mark.parametrize("preset", ["easy", "real"])
+def test_mixed_speed_falls_stay_down_or_get_up_and_differ_only_after(preset):
+    """fall_stay / fall_recover of one seed: the same frames until the get-up, the same length;
+    one ends lying, the other standing; over seeds the fall is fast and slow."""
+    durations = []
+    for seed in range(8):
+        stay, up = (synth.make_scene(n, seed=seed, size=(120, 160), preset=preset)
+                    for n in synth.MIXED_SPEED)  # fmt: skip
+        assert stay.length == up.length
+        phases = up.phases()
+        labels = [lab for *_, lab in phases]
+        assert labels[-4:] == ["fall", "lying", "get_up", "stand"], phases
+        get_up = phases[-2][0]
+        assert [lab for *_, lab in stay.phases()][-2:] == ["fall", "lying"]
+        for i in (0, get_up - 1):
+            assert np.array_equal(_render(stay, i), _render(up, i))
+        assert not np.array_equal(_render(stay, up.length - 1), _render(up, up.length - 1))
+        assert stay.pose(stay.length - 1).tilt > 1.5 and up.pose(up.length - 1).tilt == 0.0
+        assert stay.segments() == [(0, stay.length - 1, "fall_stay")]
+        start, end, _ = phases[-4]
+        durations.append((end - start + 1) / up.fps)
+    assert min(durations) < 0.5 and max(durations) > 0.9  # the same action, fast and slow
+
+
+def _render(scene: synth.Scene, i: int) -> np.ndarray:
+    out = np.empty((*scene.size, 3), np.uint8)
+    scene.render(i, out)
+    return out

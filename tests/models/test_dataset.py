@@ -8,10 +8,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from edge_hf.sampler import StrideSampler
+from edge_hf.spec import HyperframeSpec, Scale
 from models import data
 from models.augment import AugConfig
 from models.cache import FrameCache
-from models.dataset import EvalSet, TrainSet, Windows
+from models.dataset import EvalSet, TrainSet, Windows, split_inputs
 
 FALL, OTHER = 0, 1
 
@@ -35,7 +37,7 @@ def _windows(tmp_path: Path) -> Windows:
     )
     ds = data.load(tmp_path, val_fraction=0, test_fraction=0)
     cache = FrameCache(tmp_path / "cache", (16, 16))
-    return Windows(ds.train, cache, 3, 1, "video", frozenset({FALL}))
+    return Windows(ds.train, cache, (Scale(3, 1),), "video", frozenset({FALL}))
 
 
 def test_training_draws_give_each_label_an_equal_share(tmp_path: Path):
@@ -57,3 +59,51 @@ def test_per_video_evaluation_uses_the_windows_of_the_clips_own_action(tmp_path:
     assert all(9 <= s <= 13 for s, _ in mine)  # windows whose frames are mostly the fall
     other = [lab for c, _, lab in es.items if c != fall_clip]
     assert len(other) == 8 and set(other) == {OTHER}
+
+
+def test_training_windows_are_the_runtimes_gather_for_a_two_scale_spec(tmp_path: Path):
+    """Offsets come from spec.inputs in the trainer as in the runtime: every training window of
+    a 2-scale pyramid is, frame for frame, what the runtime's sampler gathers at its anchor."""
+    spec = HyperframeSpec(
+        frames=3, stride=1, size=(16, 16), classes=("fall", "other"),
+        scales=(Scale(3, 1, 0), Scale(3, 4, 1)),
+    )  # fmt: skip
+    _clip(tmp_path / "fall" / "v_fall_g01_c01.avi", 30)
+    _clip(tmp_path / "other" / "v_other_g01_c01.avi", 20)
+    ds = data.load(tmp_path, val_fraction=0, test_fraction=0)
+    w = Windows(
+        ds.train, FrameCache(tmp_path / "cache", spec.size), spec.inputs, "video", frozenset()
+    )
+    assert w.span == spec.window == 10
+    sampler = StrideSampler(spec, every=1)
+    outs = sampler.input_buffers()
+    checked = 0
+    for c, clip in enumerate(w.clips):
+        assert w.starts[c].tolist() == list(range(len(clip) - spec.window + 1))
+        for i, frame in enumerate(clip):
+            sampler.slot(i)[...] = frame
+            if i >= spec.window - 1:
+                sampler.gather(i, outs)
+                window = w.window(c, i - (spec.window - 1))
+                assert np.array_equal(np.concatenate([o[0] for o in outs]), window)
+                assert [b.shape[1] for b in split_inputs(window[None], spec.inputs)] == [3, 3]
+                checked += 1
+    assert checked == (30 - 9) + (20 - 9)
+
+
+def test_a_window_is_labelled_by_the_frames_it_sees(tmp_path: Path):
+    """The slow scale reaches back 8 frames: a window is labelled by every frame it sees, so a
+    pyramid window whose old frames are still the (unannotated) walk is skipped under `video`."""
+    _clip(tmp_path / "fall" / "v_fall_g01_c01.avi", 40)
+    (tmp_path / "annotations.csv").write_text(
+        "video,start_frame,end_frame,label\nfall/v_fall_g01_c01.avi,10,39,fall\n"
+    )
+    ds = data.load(tmp_path, val_fraction=0, test_fraction=0)
+    cache = FrameCache(tmp_path / "cache", (16, 16))
+    one = Windows(ds.train, cache, (Scale(3, 1),), "video", frozenset())
+    two = Windows(ds.train, cache, (Scale(3, 1), Scale(3, 4)), "video", frozenset())
+    # newest frame 11: fast 9,10,11 is 2 of 3 fall (labelled); pyramid 3,7,9,10,11 is 2 of 5
+    # (skipped); newest frame 12: pyramid 4,8,10,11,12 is 3 of 5 (labelled)
+    assert one.starts[0][0] + 2 == 11
+    assert two.starts[0][0] + 8 == 12
+    assert two.offsets.tolist() == [6, 7, 8, 0, 4, 8]

@@ -133,3 +133,26 @@ def test_bad_options_are_one_line_errors(known, tmp_path: Path, args, message):
     model, streams = known
     r = run_module("models.evaluate", str(model), str(streams), *args, "--out", str(tmp_path))
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_two_stage_evaluation_counts_what_the_confirming_model_lets_through(known, tmp_path):
+    """Confirmed by itself, the brightness model alerts exactly as alone; confirmed by a model
+    that rejects everything, nothing is caught and nothing is a false alarm; the report's cost
+    counts the screened hyperframes either way."""
+    from tests.motion_model import constant_model
+
+    model, streams = known
+    onnx.save(constant_model(SPEC, [5.0, -5.0]), tmp_path / "reject.onnx")
+    points = {}
+    for name, confirm in (("self", model), ("reject", tmp_path / "reject.onnx")):
+        out = tmp_path / name
+        r = run_module("models.evaluate", str(model), str(streams), "--cooldown", "1",
+                       "--confirm", str(confirm), "--out", str(out))  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        report = json.loads((out / "eval.json").read_text())
+        p = report["classes"]["fall"]["operating"]
+        points[name] = (p["caught"], p["in_time"], p["false_alarms"])
+        stages = report["cost"]["two_stage"]
+        assert stages["screened"] == sum(b - a + 1 for a, b in WHITE)  # the white frames
+        assert "screened" in r.stdout.splitlines()[0]
+    assert points == {"self": (3, 2, 1), "reject": (0, 0, 0)}

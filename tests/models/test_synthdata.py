@@ -170,3 +170,19 @@ def test_cli_help_explains_every_flag() -> None:
     for phrase in ("output folder", "hard negatives", "go to the test list", "labelled streams",
                    "minutes", "bit rate", "HxW", "frame rate", "seed of everything", "worker"):  # fmt: skip
         assert phrase in text, phrase
+
+
+def test_a_mixed_speed_dataset_pairs_staying_down_with_getting_up(tmp_path: Path) -> None:
+    """--mixed-speed: fall becomes fall_stay / fall_recover, annotated from the fall on."""
+    r = run_module("models.synthdata", str(tmp_path / "d"), "--clips-per-class", "2", "--size",
+                   "48x64", "--mixed-speed")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    ds = data.load(tmp_path / "d", val_fraction=0.5, test_fraction=0)
+    assert ds.classes == (*synth.REAL_CLASSES[:4], "fall_stay", "fall_recover", "lie_down", "other")
+    for v in ds.train + ds.val + ds.test:
+        name = ds.classes[v.video_class]
+        if name in synth.MIXED_SPEED:
+            seen = [x for x in v.labels if x >= 0]
+            first = v.labels.index(v.video_class)
+            assert set(seen) == {v.video_class} and len(seen) == len(v.labels) - first
+            assert first > 0  # the lead-in (standing or walking) is left out

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from edge_hf.spec import HyperframeSpec
-from models.config import parse
+from edge_hf.spec import HyperframeSpec, Scale
+from models.config import parse, pyramid_scales
 from models.data import DataError
 from models.model import build
 from tests.conftest import run_module
@@ -226,3 +226,31 @@ def test_every_flag_has_a_help_text():
         f for f, rest in flags if not rest.strip() and f"{f} " not in r.stdout.replace("\n", " ")
     ]
     assert not bare, f"flags without help: {bare}"
+
+
+def test_a_scale_that_disagrees_with_frames_is_refused_naming_both():
+    with pytest.raises(DataError, match=r"scales\[1\].frames: expected 3 .*found 5"):
+        parse(["--data", "d", "--frames", "3", "--scales", "3x1", "5x2"])
+    with pytest.raises(DataError, match="expected TxS or TxS\\+O"):
+        parse(["--data", "d", "--scales", "3by1"])
+    cfg = parse(["--data", "d", "--recipe", "realtime-cpu", "--scales", "3x1", "3x4+2"])
+    assert pyramid_scales(cfg) == (Scale(3, 1), Scale(3, 4, 2))
+
+
+def test_the_pyramid_trains_and_its_baselines_with_it(tiny_pyramid):
+    """The recipe's pyramid, tiny: it trains and is evaluated like the others, and --baseline
+    trains its single scale and T=1 the same way, each reported on one line."""
+    runs, r = tiny_pyramid
+    lines = r.stdout.strip().splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["pyr", "pyr-single", "pyr-t1"]
+    assert all("macro-F1" in ln for ln in lines)
+    ckpt = torch.load(runs / "pyr" / "best.pt", weights_only=True)
+    spec = HyperframeSpec.from_json(ckpt["spec"])
+    assert spec.inputs == (Scale(3, 1), Scale(3, 4)) and spec.window == 9
+    assert "head.weight" in ckpt["model"]
+    single = HyperframeSpec.from_json(
+        torch.load(runs / "pyr-single" / "best.pt", weights_only=True)["spec"]
+    )
+    assert single.inputs == (Scale(3, 1),)
+    m = json.loads((runs / "pyr" / "metrics.json").read_text())
+    assert m["config"]["scales"] == ["3x1", "3x4"] and m["test"]["macro_f1"] >= 0
