@@ -33,6 +33,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see --help)")
 
 
+def _keep_float(text: str | None) -> tuple[str, ...]:
+    from export.quantize import DEFAULT_KEEP_FLOAT
+
+    if text is None:
+        return DEFAULT_KEEP_FLOAT
+    if text.strip() == "none":
+        return ()
+    return tuple(g.strip() for g in text.split(",") if g.strip())
+
+
 def _threshold(text: str) -> tuple[str, float]:
     try:
         return parse_threshold(text)
@@ -66,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--keep-float",
-        help="openvino-int8: leave layer groups in float, comma-separated from stem, se, head",
+        help="openvino-int8: leave layer groups in float, comma-separated from stem, se, head; "
+        "none: quantize every layer (default: se,head)",
     )
     p.add_argument(
         "--threshold",
@@ -102,7 +113,7 @@ def options(argv: list[str]):
         preset=args.preset or "mixed",
         ranges=args.ranges or "minmax",
         max_drop=args.max_drop,
-        keep_float=tuple(g.strip() for g in (args.keep_float or "").split(",") if g.strip()),
+        keep_float=_keep_float(args.keep_float),
     )
     return ExportOptions(
         checkpoint=args.checkpoint,

@@ -145,7 +145,7 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
         "fast_bias_correction": False,
         "activation_ranges": "minmax",
         "max_drop": None,
-        "keep_float": [],
+        "keep_float": ["se", "head"],
     }
     card = (exported / "MODEL_CARD.md").read_text()
     assert report["command"].startswith("python -m export ") and report["command"] in card
