@@ -84,13 +84,7 @@ def motion_model(
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", c])],
         initializer=[numpy_helper.from_array(v, k) for k, v in consts.items()],
     )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="edge-hf"
-    )
-    model.ir_version = 9
-    write_onnx_spec(model, spec)
-    onnx.checker.check_model(model)
-    return model
+    return _model(graph, spec)
 
 
 def constant_model(spec: HyperframeSpec, logits: list[float]) -> onnx.ModelProto:
@@ -127,6 +121,11 @@ def constant_model(spec: HyperframeSpec, logits: list[float]) -> onnx.ModelProto
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", len(spec.classes)])],
         initializer=[numpy_helper.from_array(v, k) for k, v in consts.items()],
     )
+    return _model(graph, spec)
+
+
+def _model(graph: onnx.GraphProto, spec: HyperframeSpec) -> onnx.ModelProto:
+    """An opset-18 model around ``graph`` with ``spec`` inside, checked."""
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="edge-hf"
     )

@@ -94,13 +94,19 @@ def test_emit_never_waits_for_a_frozen_broker(tmp_path: Path):
         assert retained(broker.port, "edge-hf/porch/fall") == "ON"
 
 
+def _offline_sink(broker: Mosquitto, tmp_path: Path):
+    """A started sink that was connected and has lost its broker (stopped)."""
+    sink = sink_for(broker, tmp_path)
+    sink.start(run_info())
+    assert wait_until(lambda: sink._connected, 10)
+    broker.stop()
+    assert wait_until(lambda: not sink._connected, 10)
+    return sink
+
+
 def test_a_closed_sink_keeps_unacknowledged_alerts_for_the_next_run(tmp_path: Path):
     with Mosquitto() as broker:
-        sink = sink_for(broker, tmp_path)
-        sink.start(run_info())
-        assert wait_until(lambda: sink._connected, 10)
-        broker.stop()
-        assert wait_until(lambda: not sink._connected, 10)
+        sink = _offline_sink(broker, tmp_path)
         sent = [event() for _ in range(3)]
         for e in sent:
             sink.emit(e)
@@ -122,11 +128,7 @@ def test_snapshots_raised_while_the_broker_is_down_arrive_each_before_its_event(
     starts, and a sink that is closed before it returns, lose neither, nor their order."""
     snap = "edge-hf/porch/fall/snapshot"
     with Mosquitto() as broker:
-        sink = sink_for(broker, tmp_path)
-        sink.start(run_info())
-        assert wait_until(lambda: sink._connected, 10)
-        broker.stop()
-        assert wait_until(lambda: not sink._connected, 10)
+        sink = _offline_sink(broker, tmp_path)
         sent = [event(small=b"jpeg A"), event("end"), event(small=b"jpeg B")]
         for e in sent:
             sink.emit(e)
