@@ -14,7 +14,8 @@ then replays those scores for each operating point of a sweep (thresholds x k-of
 For each alert class of the model, an *event* is a run of frames labelled with the class; its
 last frame is the *impact*. An alert start counts for an event when it comes between the event's
 first frame and ``--match`` seconds after the impact (one alert per event); its *delay* is from
-the impact. Every other alert start is a false alarm. Reported per class: events caught (and
+the impact. Every other alert start is a false alarm, counted by the label of the frame it
+started on (what the stream showed: a lie-down, a sit-down ...). Reported per class: events caught (and
 caught within ``--max-delay``), missed, false alarms per hour of video, delay median and p95; and
 the operating point recommended at the runtime's k-of-n: the most events caught within
 ``--max-delay`` at no more than ``--target`` false alarms per hour (ties: fewer false alarms,
@@ -36,7 +37,7 @@ import logging
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -46,38 +47,11 @@ from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
 from edge_hf.sources import SourceOptions
 from models.data import DataError, read_segments
+from models.events import Options, Stream, events_of, point, recommend, sweep
 
 GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
 KN = ((1, 1), (2, 3), (2, 2), (3, 5))  # k-of-n drawn in the sweep
 log = logging.getLogger("models")
-
-
-@dataclass(frozen=True)
-class Options:
-    thresholds: tuple[tuple[str, float], ...] = ()  # overrides of the spec's
-    k: int = 2
-    n: int = 3
-    cooldown: float = 10.0  # the runtime's default
-    max_delay: float = 1.0  # seconds after the impact: "in time"
-    match: float = 5.0  # seconds after the impact: later starts are false alarms
-    target: float = 0.5  # false alarms per hour the recommendation may cost
-    every: int = 1
-    confirm: Path | None = None  # two-stage mode: the confirming model
-    screen: tuple[tuple[str, float], ...] = ()  # its screening thresholds
-
-
-@dataclass
-class Stream:
-    """One video's hyperframe scores, as the runtime computed them, and its labelled events."""
-
-    name: str
-    fps: float
-    length: int  # frames
-    anchors: np.ndarray  # [M] newest source frame of each hyperframe
-    probs: np.ndarray  # [M, C] activated scores
-    events: dict[str, list[tuple[int, int]]]  # class -> (first frame, impact frame)
-    model_s: float = 0.0  # seconds in model calls (both stages)
-    stages: tuple[tuple[str, int], ...] = ()  # two-stage mode: screened, confirmed, rejected
 
 
 class _Tap:
@@ -116,19 +90,6 @@ def score(model: Path, video: Path, opts: Options) -> tuple[Runtime, _Tap, int]:
     return rt, tap, rt.cameras[0].capture.stats.grabbed
 
 
-def events_of(labels: list[tuple[int, int, str]], cls: str) -> list[tuple[int, int]]:
-    """Runs of frames labelled ``cls`` (adjacent segments merged): (first, impact)."""
-    out: list[tuple[int, int]] = []
-    for start, end, label in sorted(labels):
-        if label != cls:
-            continue
-        if out and start <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
-
-
 def load_streams(model: Path, root: Path, opts: Options) -> tuple[list[Stream], tuple, dict]:
     rows = read_segments(root / "segments.csv")
     per_video: dict[str, list[tuple[int, int, str]]] = {}
@@ -143,87 +104,10 @@ def load_streams(model: Path, root: Path, opts: Options) -> tuple[list[Stream], 
         cost = rt.latency.total + (rt.two.latency.total if rt.two else 0.0)
         stages = rt.two.counts() if rt.two else ()
         streams.append(Stream(rel, rt.cameras[0].source.fps, length, np.array(tap.anchors),
-                              probs, events, cost, stages))  # fmt: skip
+                              probs, events, tuple(sorted(labels)), cost, stages))  # fmt: skip
         log.info("%d/%d %s: %d frames, %d hyperframes", i + 1, len(per_video), rel, length,
                  len(tap.anchors))  # fmt: skip
     return streams, classes, thresholds
-
-
-def starts(s: Stream, column: int, thresholds, k: int, n: int, cooldown: float) -> list[list[int]]:
-    """Alert start frames for each threshold, from the runtime's own AlertLogic: one logic with
-    one pseudo-class per threshold, each fed the same score."""
-    names = tuple(f"t{i}" for i in range(len(thresholds)))
-    policy = AlertPolicy(tuple(zip(names, thresholds, strict=True)), k, n, cooldown)
-    logic = AlertLogic(s.name, names, policy, s.fps)
-    out: list[list[int]] = [[] for _ in thresholds]
-    index = {name: i for i, name in enumerate(names)}
-    tiled = np.empty(len(names), np.float32)
-    for frame, p in zip(s.anchors.tolist(), s.probs[:, column].tolist(), strict=True):
-        tiled.fill(p)
-        for ev in logic.update(tiled, frame, 0.0):
-            if ev.kind == "start":
-                out[index[ev.label]].append(frame)
-    return out
-
-
-def match(alerts: list[int], events: list[tuple[int, int]], fps: float, late: float):
-    """(delays in seconds of the caught events, number of false alarms)."""
-    delays, false, taken = [], 0, set()
-    for f in alerts:
-        hit = next(
-            (j for j, (a, b) in enumerate(events) if j not in taken and a <= f <= b + late * fps),
-            None,
-        )
-        if hit is None:
-            false += 1
-        else:
-            taken.add(hit)
-            delays.append((f - events[hit][1]) / fps)
-    return delays, false
-
-
-def point(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Options) -> dict:
-    return sweep(streams, column, cls, (thr,), kn, opts)[0]
-
-
-def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list[dict]:
-    """One row per threshold at k-of-n ``kn``: counts over every stream."""
-    k, n = kn
-    hours = sum(s.length / s.fps for s in streams) / 3600.0
-    delays: list[list[float]] = [[] for _ in thresholds]
-    false = [0] * len(thresholds)
-    total = 0
-    for s in streams:
-        total += len(s.events[cls])
-        for i, alerts in enumerate(starts(s, column, thresholds, k, n, opts.cooldown)):
-            d, f = match(alerts, s.events[cls], s.fps, opts.match)
-            delays[i] += d
-            false[i] += f
-    return [
-        _row(thr, kn, total, d, f, hours, opts)
-        for thr, d, f in zip(thresholds, delays, false, strict=True)
-    ]
-
-
-def _row(thr, kn, total: int, delays: list[float], false: int, hours: float, opts) -> dict:
-    in_time = sum(d <= opts.max_delay for d in delays)
-    return {
-        "threshold": float(thr), "k": kn[0], "n": kn[1], "events": total,
-        "caught": len(delays), "in_time": in_time, "missed": total - len(delays),
-        "recall": in_time / total if total else 0.0, "false_alarms": false,
-        "false_per_hour": false / hours if hours else 0.0,
-        "delay_median": float(np.median(delays)) if delays else None,
-        "delay_p95": float(np.percentile(delays, 95)) if delays else None,
-    }  # fmt: skip
-
-
-def recommend(rows: list[dict], target: float) -> dict:
-    ok = [r for r in rows if r["false_per_hour"] <= target]
-    if ok:
-        best = max(ok, key=lambda r: (r["recall"], -r["false_per_hour"], r["threshold"]))
-        return {**best, "meets_target": True}
-    best = min(rows, key=lambda r: (r["false_per_hour"], -r["recall"], -r["threshold"]))
-    return {**best, "meets_target": False}
 
 
 def cost(streams: list[Stream]) -> dict:
@@ -376,6 +260,11 @@ def summary(report: dict) -> str:
             )
         if not r["recommended"]["meets_target"]:
             lines.append(f"({cls}: no threshold meets the false-alarm target)")
+        for title in ("operating", "recommended"):
+            by = r[title]["false_by_label"]
+            if by:
+                shown = ", ".join(f"{label} {n}" for label, n in by.items())
+                lines.append(f"({cls}, {title}: false alarms started on {shown})")
     return "\n".join(lines)
 
 

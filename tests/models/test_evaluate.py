@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edge_hf.spec import HyperframeSpec, write_onnx_spec
-from models.evaluate import recommend
+from models.events import label_at, recommend
 from tests.conftest import run_module
 
 SPEC = HyperframeSpec(
@@ -93,6 +93,8 @@ def test_counts_delays_and_false_alarms_on_a_known_stream(known, tmp_path: Path)
     )
     assert p["delay_median"] == pytest.approx(6 / FPS)
     assert p["false_per_hour"] == pytest.approx(1 / (LENGTH / FPS / 3600))
+    assert p["false_by_label"] == {"walk": 1}  # the burst at 800 is in a walk segment
+    assert "(fall, operating: false alarms started on walk 1)" in r.stdout
     assert report["hours"] == pytest.approx(LENGTH / FPS / 3600)
     assert (tmp_path / "sweep.png").stat().st_size > 10_000
     assert "| fall | operating | 0.50 | 2/3 | 4 | 3 | 2 | 1 |" in r.stdout
@@ -106,6 +108,7 @@ def test_a_later_match_window_turns_a_late_alert_into_a_false_alarm(known, tmp_p
     p = json.loads((tmp_path / "eval.json").read_text())["classes"]["fall"]["operating"]
     # 1-of-1: starts on the first white frame: 115, 400, 800, 945 (1.6 s > 1.0 s: false)
     assert (p["caught"], p["in_time"], p["false_alarms"]) == (2, 2, 2)
+    assert p["false_by_label"] == {"walk": 2}
     assert p["delay_median"] == pytest.approx(((115 - 110) / FPS + (400 - 410) / FPS) / 2)
 
 
@@ -120,6 +123,13 @@ def test_recommend_the_most_recall_within_the_false_alarm_target():
     assert recommend(rows, 5.0)["threshold"] == 0.5
     worst = recommend(rows[:1], 0.5)
     assert worst["threshold"] == 0.5 and not worst["meets_target"]
+
+
+def test_a_false_alarm_is_named_by_the_segment_it_started_in():
+    labels = ((0, 9, "walk"), (10, 19, "lie_down"), (25, 30, "sit_down"))
+    assert [label_at(labels, f) for f in (0, 9, 10, 19, 22, 30)] == [
+        "walk", "walk", "lie_down", "lie_down", "unlabelled", "sit_down",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,138 @@
+"""Counting alerts against labelled events: which alert starts catch a fall, how late, and
+which are false alarms (and what the stream showed when each started). Pure functions over the
+scores ``models.evaluate`` records; the runtime's own ``AlertLogic`` decides every start."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from edge_hf.alerts import AlertLogic, AlertPolicy
+
+
+@dataclass(frozen=True)
+class Options:
+    thresholds: tuple[tuple[str, float], ...] = ()  # overrides of the spec's
+    k: int = 2
+    n: int = 3
+    cooldown: float = 10.0  # the runtime's default
+    max_delay: float = 1.0  # seconds after the impact: "in time"
+    match: float = 5.0  # seconds after the impact: later starts are false alarms
+    target: float = 0.5  # false alarms per hour the recommendation may cost
+    every: int = 1
+    confirm: Path | None = None  # two-stage mode: the confirming model
+    screen: tuple[tuple[str, float], ...] = ()  # its screening thresholds
+
+
+@dataclass
+class Stream:
+    """One video's hyperframe scores, as the runtime computed them, and its labelled events."""
+
+    name: str
+    fps: float
+    length: int  # frames
+    anchors: np.ndarray  # [M] newest source frame of each hyperframe
+    probs: np.ndarray  # [M, C] activated scores
+    events: dict[str, list[tuple[int, int]]]  # class -> (first frame, impact frame)
+    labels: tuple[tuple[int, int, str], ...] = ()  # the stream's segments (start, end, label)
+    model_s: float = 0.0  # seconds in model calls (both stages)
+    stages: tuple[tuple[str, int], ...] = ()  # two-stage mode: screened, confirmed, rejected
+
+
+def events_of(labels: list[tuple[int, int, str]], cls: str) -> list[tuple[int, int]]:
+    """Runs of frames labelled ``cls`` (adjacent segments merged): (first, impact)."""
+    out: list[tuple[int, int]] = []
+    for start, end, label in sorted(labels):
+        if label != cls:
+            continue
+        if out and start <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def starts(s: Stream, column: int, thresholds, k: int, n: int, cooldown: float) -> list[list[int]]:
+    """Alert start frames for each threshold, from the runtime's own AlertLogic: one logic with
+    one pseudo-class per threshold, each fed the same score."""
+    names = tuple(f"t{i}" for i in range(len(thresholds)))
+    policy = AlertPolicy(tuple(zip(names, thresholds, strict=True)), k, n, cooldown)
+    logic = AlertLogic(s.name, names, policy, s.fps)
+    out: list[list[int]] = [[] for _ in thresholds]
+    index = {name: i for i, name in enumerate(names)}
+    tiled = np.empty(len(names), np.float32)
+    for frame, p in zip(s.anchors.tolist(), s.probs[:, column].tolist(), strict=True):
+        tiled.fill(p)
+        for ev in logic.update(tiled, frame, 0.0):
+            if ev.kind == "start":
+                out[index[ev.label]].append(frame)
+    return out
+
+
+def match(alerts: list[int], events: list[tuple[int, int]], fps: float, late: float):
+    """(delays in seconds of the caught events, the frames where false alarms started)."""
+    delays, false, taken = [], [], set()
+    for f in alerts:
+        hit = next(
+            (j for j, (a, b) in enumerate(events) if j not in taken and a <= f <= b + late * fps),
+            None,
+        )
+        if hit is None:
+            false.append(f)
+        else:
+            taken.add(hit)
+            delays.append((f - events[hit][1]) / fps)
+    return delays, false
+
+
+def point(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Options) -> dict:
+    return sweep(streams, column, cls, (thr,), kn, opts)[0]
+
+
+def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list[dict]:
+    """One row per threshold at k-of-n ``kn``: counts over every stream."""
+    k, n = kn
+    hours = sum(s.length / s.fps for s in streams) / 3600.0
+    delays: list[list[float]] = [[] for _ in thresholds]
+    false: list[Counter] = [Counter() for _ in thresholds]  # label at the start -> count
+    total = 0
+    for s in streams:
+        total += len(s.events[cls])
+        for i, alerts in enumerate(starts(s, column, thresholds, k, n, opts.cooldown)):
+            d, f = match(alerts, s.events[cls], s.fps, opts.match)
+            delays[i] += d
+            false[i].update(label_at(s.labels, frame) for frame in f)
+    return [
+        _row(thr, kn, total, d, f, hours, opts)
+        for thr, d, f in zip(thresholds, delays, false, strict=True)
+    ]
+
+
+def label_at(labels: tuple[tuple[int, int, str], ...], frame: int) -> str:
+    """The label of ``frame`` in the segments, or "unlabelled"."""
+    return next((lab for a, b, lab in labels if a <= frame <= b), "unlabelled")
+
+
+def _row(thr, kn, total: int, delays: list[float], by: Counter, hours: float, opts) -> dict:
+    in_time, false = sum(d <= opts.max_delay for d in delays), sum(by.values())
+    return {
+        "threshold": float(thr), "k": kn[0], "n": kn[1], "events": total,
+        "caught": len(delays), "in_time": in_time, "missed": total - len(delays),
+        "recall": in_time / total if total else 0.0, "false_alarms": false,
+        "false_per_hour": false / hours if hours else 0.0,
+        "delay_median": float(np.median(delays)) if delays else None,
+        "delay_p95": float(np.percentile(delays, 95)) if delays else None,
+        "false_by_label": dict(by.most_common()),
+    }  # fmt: skip
+
+
+def recommend(rows: list[dict], target: float) -> dict:
+    ok = [r for r in rows if r["false_per_hour"] <= target]
+    if ok:
+        best = max(ok, key=lambda r: (r["recall"], -r["false_per_hour"], r["threshold"]))
+        return {**best, "meets_target": True}
+    best = min(rows, key=lambda r: (r["false_per_hour"], -r["recall"], -r["threshold"]))
+    return {**best, "meets_target": False}
