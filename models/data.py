@@ -110,17 +110,13 @@ def _make(root: Path, classes, splits, flip) -> Dataset:
 
 def _annotate(path: Path, root: Path, classes: tuple[str, ...], splits):
     """Clips named in ``annotations.csv`` get per-frame labels (frames not covered: -1)."""
-    per_video: dict[Path, list[tuple[int, int, int]]] = {}
-    for n, (video, start, end, label) in enumerate(read_segments(path), 2):
-        if label not in classes:
-            raise DataError(f"{path}:{n}: unknown label {label!r}; the classes are {list(classes)}")
-        per_video.setdefault(root / video, []).append((start, end, classes.index(label)))
+    rows = _per_video(path, read_segments(path), classes, "the classes are")
+    per_video = {root / rel: labels for rel, labels in rows.items()}
 
     def label(v: Video) -> Video:
-        segs = per_video.get(v.path)
-        if segs is None or not isinstance(v.labels, int):
+        if v.path not in per_video or not isinstance(v.labels, int):
             return v
-        return Video(v.path, _frame_labels(segs), v.labels)
+        return Video(v.path, per_video[v.path], v.labels)
 
     return tuple(tuple(label(v) for v in part) for part in splits)
 
@@ -202,26 +198,27 @@ def _segments(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
     classes = tuple(sorted({label for *_, label in rows}))
     listed = root / "classes.txt"  # optional: the allowed labels, in logit order
     if listed.is_file():
-        allowed = tuple(c.strip() for c in listed.read_text().splitlines() if c.strip())
-        for n, (_, _, _, label) in enumerate(rows, 2):
-            if label not in allowed:
-                raise DataError(
-                    f"{root / 'segments.csv'}:{n}: unknown label {label!r}; {listed} lists {list(allowed)}"
-                )
-        classes = allowed
-    per_video: dict[str, list[tuple[int, int, int]]] = {}
-    for video, start, end, label in rows:
-        per_video.setdefault(video, []).append((start, end, classes.index(label)))
-    videos = [Video(root / rel, _frame_labels(segs)) for rel, segs in sorted(per_video.items())]
+        classes = tuple(c.strip() for c in listed.read_text().splitlines() if c.strip())
+    per_video = _per_video(root / "segments.csv", rows, classes, f"{listed} lists")
+    videos = [Video(root / rel, labels) for rel, labels in sorted(per_video.items())]
     return _make(root, classes, _three_way(videos, seed, fr), flip)
 
 
-def _frame_labels(segs: list[tuple[int, int, int]]) -> tuple[int, ...]:
-    """One label per frame from (start, end, class) segments; -1 where none says."""
-    labels = [-1] * (max(e for _, e, _ in segs) + 1)
-    for start, end, ci in segs:
-        labels[start : end + 1] = [ci] * (end - start + 1)
-    return tuple(labels)
+def _per_video(path: Path, rows, classes: tuple[str, ...], allowed: str) -> dict[str, tuple]:
+    """video -> one label index per frame (-1 where no row says), from segment rows; a label
+    outside ``classes`` is an error naming the line (``allowed`` says where they come from)."""
+    segs: dict[str, list[tuple[int, int, int]]] = {}
+    for n, (video, start, end, label) in enumerate(rows, 2):
+        if label not in classes:
+            raise DataError(f"{path}:{n}: unknown label {label!r}; {allowed} {list(classes)}")
+        segs.setdefault(video, []).append((start, end, classes.index(label)))
+    out = {}
+    for video, parts in segs.items():
+        labels = [-1] * (max(e for _, e, _ in parts) + 1)
+        for start, end, ci in parts:
+            labels[start : end + 1] = [ci] * (end - start + 1)
+        out[video] = tuple(labels)
+    return out
 
 
 def read_segments(path: Path) -> list[tuple[str, int, int, str]]:
