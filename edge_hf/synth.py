@@ -69,7 +69,10 @@ from edge_hf._timelines import HARD_NEGATIVES, MIXED_SPEED
 ACTIONS: tuple[str, ...] = ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
 SCENES: tuple[str, ...] = (*ACTIONS, "demo")
 DEMO_LABELS: tuple[str, ...] = ("walk", "stand", "fall", "lie_down", "lying", "get_up")
-REAL_CLASSES: tuple[str, ...] = (*ACTIONS, "other")  # the real preset's action dataset
+# the real preset's action dataset: the actions, the hard negatives that move (each its own class,
+# so a stumble is taught as a stumble, not drowned among still poses), and ``other``: still poses
+# (standing, sitting, lying) and a turn, which has no facing cue and so is a stand
+REAL_CLASSES: tuple[str, ...] = (*ACTIONS, *(k for k in HARD_NEGATIVES if k != "turn"), "other")
 NAMES: tuple[str, ...] = (*SCENES, *HARD_NEGATIVES, *MIXED_SPEED, "other", "story")  # all
 PRESETS: tuple[str, ...] = ("easy", "real")
 BACKGROUNDS: tuple[str, ...] = ("flat", "gradient", "shapes")  # easy; "real" draws its own

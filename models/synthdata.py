@@ -8,8 +8,10 @@
 ``classInd.txt``, ``trainlist01.txt``, ``testlist01.txt`` (split by group, as UCF101 does, so
 clips of one group never straddle train and test), and ``flip.json``: a horizontal flip turns
 ``walk_left`` into ``walk_right``. Preset ``real`` also writes ``annotations.csv``: where in each
-clip its action is (see :func:`annotations`). Preset ``real`` (the default here) has the classes
-``edge_hf.synth.REAL_CLASSES`` (the six actions and ``other``, one hard negative per clip); its
+clip is what (see :func:`annotations`). Preset ``real`` (the default here) has the classes
+``edge_hf.synth.REAL_CLASSES``: the six actions, the hard negatives that move (sit_down, crouch,
+pick_up, stumble, get_up; each its own class, so a stumble is taught as a stumble) and ``other``
+(still poses: standing, sitting, lying; its clips are turns: walk, stop, walk back). Its
 training clips use the training photographs (``models.backgrounds``) and its test clips the
 held-out ones, with seeds the training list never uses. Clips are MJPG at a random JPEG quality
 (30-90) each, so the model sees compression artefacts. Preset ``easy``: the first synthetic world
@@ -98,27 +100,45 @@ def _scene(job: Job) -> synth.Scene:
 
 def _write(job: Job) -> list[tuple[str, int, int, str]]:
     """Render and write one clip; returns its phases (video name, start, end, label): a story's
-    segments, or the parts of an action clip (walk, fall, lying ...)."""
+    segments, or the parts of an action clip (walk_left, fall, lying ...)."""
     scene = _scene(job)
     synthvideo.write(job.path, scene, job.codec, np.random.default_rng([job.seed, 61]))
-    return [(job.path.name, s, e, label) for s, e, label in scene.phases()]
+    phases = scene.phases()
+    if job.story is None:
+        phases = [(s, e, walk_direction(scene, s, e) if lab == "walk" else lab)
+                  for s, e, lab in phases]  # fmt: skip
+    return [(job.path.name, s, e, label) for s, e, label in phases]
 
 
-AMBIGUOUS = ("walk", "stand")  # parts of many clips; the walk and hold clips teach them
+MIN_WALK_PX = 0.5  # per frame: a slower "walk" (clipped at the frame edge) has no direction
+
+
+def walk_direction(scene: synth.Scene, start: int, end: int) -> str:
+    """``walk_left`` / ``walk_right`` for a walk phase of an action clip (a lead-in, a walk on),
+    which the clip's own label does not name; ``walk`` when it hardly moves."""
+    dx = scene.pose(end).x - scene.pose(start).x
+    if abs(dx) < MIN_WALK_PX * max(1, end - start):
+        return "walk"
+    return "walk_left" if dx < 0 else "walk_right"
+
+
+SCENE_OF = {"other": "turn"}  # real preset: other's clips walk, stop (a stand) and walk back
+STILL = ("stand", "turn", "lying", "sitting")  # the real preset's other
 
 
 def annotations(action: str, phases, names: tuple[str, ...]) -> list[tuple[int, int, str]]:
-    """Where an action clip shows its action: the clip's own phase keeps its class; the still
-    or hard-negative parts (lying after the fall, sitting, crouching) are ``other`` when the
-    classes have it; walking and standing around the action are left out."""
+    """Where an action clip shows what: a phase that is one of the classes keeps its name (the
+    clip's action, a directed walk before it); the still parts (standing, lying after the fall,
+    sitting, a turn) are ``other`` when the classes have it; a walk with no direction is left
+    out."""
     if action in synth.MIXED_SPEED:  # from the fall on: what follows it is the difference
         first = next(start for _, start, _, phase in phases if phase == "fall")
         return [(first, phases[-1][2], action)]
     rows = []
     for _, start, end, phase in phases:
-        if phase == action:
-            rows.append((start, end, action))
-        elif phase not in AMBIGUOUS and "other" in names:
+        if phase in names:
+            rows.append((start, end, phase))
+        elif phase in STILL and "other" in names:
             rows.append((start, end, "other"))
     return rows
 
@@ -155,7 +175,8 @@ def write_action_dataset(
             is_test = group % TEST_EVERY == 1
             pool = "held-out" if is_test else "train"
             # one seed per (clip, class) pair: the pairs share looks, so appearance cannot tell them apart
-            jobs.append(Job(out / rel, action, seed * 100_000 + k, size, fps, preset, pool, codec))
+            scene = SCENE_OF.get(action, action) if preset == "real" else action
+            jobs.append(Job(out / rel, scene, seed * 100_000 + k, size, fps, preset, pool, codec))
             (test if is_test else train).append((rel, ci + 1))
     segs = _run(jobs, workers)
     if preset == "real":
@@ -173,7 +194,8 @@ def _write_annotations(path: Path, jobs: list[Job], phases: list, names) -> None
         w.writerow(["video", "start_frame", "end_frame", "label"])
         for job, rows in zip(jobs, phases, strict=True):
             rel = f"{job.path.parent.name}/{job.path.name}"
-            w.writerows((rel, s, e, lab) for s, e, lab in annotations(job.name, rows, names))
+            action = job.path.parent.name  # the class (job.name is its scene)
+            w.writerows((rel, s, e, lab) for s, e, lab in annotations(action, rows, names))
 
 
 def stream_falls(k: int, minutes: float, seed: int) -> int:

@@ -77,7 +77,8 @@ def test_real_dataset_layout_split_and_pools(real_actions) -> None:
     ds = data.load(root)
     assert ds.classes == synth.REAL_CLASSES and ds.classes[-1] == "other"
     # the test list is the test split; the validation part is carved from the training list
-    assert len(ds.test) == 7 * 2 and len(ds.train) + len(ds.val) == 7 * 2 and ds.val
+    n = len(synth.REAL_CLASSES)
+    assert len(ds.test) == n * 2 and len(ds.train) + len(ds.val) == n * 2 and ds.val
     assert ds.flip == {"walk_left": "walk_right", "walk_right": "walk_left"}
     assert json.loads((root / "flip.json").read_text()) == synthdata.FLIP_MAP
     test = {ln.strip() for ln in (root / "testlist01.txt").read_text().splitlines()}
@@ -85,35 +86,57 @@ def test_real_dataset_layout_split_and_pools(real_actions) -> None:
     assert {used[r][0] for r in test} == {"held-out"} and {used[r][0] for r in train} == {"train"}
     assert not {used[r][1] for r in test} & {used[r][1] for r in train}  # seeds never shared
     for rel in sorted(test)[:3]:
-        assert (
-            _frames(root / rel)
-            == synth.make_scene(
-                rel.split("/")[0], seed=used[rel][1], size=SIZE, preset="real"
-            ).length
-        )
+        scene = synth.make_scene(_scene_of(rel), seed=used[rel][1], size=SIZE, preset="real")
+        assert _frames(root / rel) == scene.length
+
+
+def _scene_of(rel: str) -> str:
+    name = rel.split("/")[0]
+    return synthdata.SCENE_OF.get(name, name)
 
 
 def test_real_clips_say_where_their_action_is(real_actions) -> None:
-    """annotations.csv marks each clip's own action; lying and hard negatives are other;
-    walking and standing around them are not trained on."""
+    """annotations.csv marks each clip's own action and the directed walks around it; the
+    still parts (standing, lying after the fall, sitting, a turn) are other."""
     root, used = real_actions
     ds = data.load(root)
-    fall, other = ds.classes.index("fall"), ds.classes.index("other")
+    other = ds.classes.index("other")
+    walks = set()
     for v in ds.train + ds.val + ds.test:
         rel = v.path.relative_to(root).as_posix()
         name = rel.split("/")[0]
         assert isinstance(v.labels, tuple) and v.video_class == ds.classes.index(name)
-        scene = synth.make_scene(name, seed=used[rel][1], size=SIZE, preset="real")
+        scene = synth.make_scene(_scene_of(rel), seed=used[rel][1], size=SIZE, preset="real")
+        assert v.video_class in v.labels  # every clip shows its class
         for start, end, phase in scene.phases():
             got = set(v.labels[start : end + 1]) if start < len(v.labels) else {-1}
-            if phase in synthdata.AMBIGUOUS:
-                assert got == {-1}, (rel, phase)
-            elif phase == name:
-                assert got == {v.video_class}, (rel, phase)
+            if phase == "walk":
+                want = (
+                    ds.classes.index(d)
+                    if (d := synthdata.walk_direction(scene, start, end)) != "walk"
+                    else -1
+                )
+                dx = scene.pose(end).x - scene.pose(start).x
+                assert want == -1 or (dx < 0) == (d == "walk_left")
+                assert got == {want}, (rel, phase, dx)
+                walks.add(want)
+            elif phase in ds.classes:
+                assert got == {ds.classes.index(phase)}, (rel, phase)
             else:
-                assert got == {other}, (rel, phase)
+                assert phase in synthdata.STILL and got == {other}, (rel, phase)
         if name == "fall":
-            assert fall in v.labels and v.labels.index(other) > v.labels.index(fall)
+            fall = ds.classes.index("fall")
+            assert v.labels.index(other, v.labels.index(fall)) > v.labels.index(fall)
+    assert {ds.classes.index("walk_left"), ds.classes.index("walk_right")} <= walks
+
+
+def test_walk_direction_follows_the_figure() -> None:
+    left, right = (synth.make_scene(n, seed=2, size=SIZE, preset="real")
+                   for n in ("walk_left", "walk_right"))  # fmt: skip
+    assert synthdata.walk_direction(left, 0, left.length - 1) == "walk_left"
+    assert synthdata.walk_direction(right, 0, right.length - 1) == "walk_right"
+    hold = synth.make_scene("hold", seed=2, size=SIZE, preset="real")
+    assert synthdata.walk_direction(hold, 0, hold.length - 1) == "walk"  # standing: no direction
 
 
 def test_stream_story_segments_match_the_videos(tmp_path: Path) -> None:
@@ -178,7 +201,8 @@ def test_a_mixed_speed_dataset_pairs_staying_down_with_getting_up(tmp_path: Path
                    "48x64", "--mixed-speed")  # fmt: skip
     assert r.returncode == 0, r.stderr
     ds = data.load(tmp_path / "d", val_fraction=0.5, test_fraction=0)
-    assert ds.classes == (*synth.REAL_CLASSES[:4], "fall_stay", "fall_recover", "lie_down", "other")
+    assert ds.classes == (*synth.REAL_CLASSES[:4], "fall_stay", "fall_recover",
+                          *synth.REAL_CLASSES[5:])  # fmt: skip
     for v in ds.train + ds.val + ds.test:
         name = ds.classes[v.video_class]
         if name in synth.MIXED_SPEED:
