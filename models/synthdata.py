@@ -104,12 +104,13 @@ def _write(job: Job) -> list[tuple[str, int, int, str]]:
     scene = _scene(job)
     synthvideo.write(job.path, scene, job.codec, np.random.default_rng([job.seed, 61]))
     phases = scene.phases()
-    if job.story is None:
+    if job.name not in STORIES:  # an action clip: its walks get their direction
         phases = [(s, e, walk_direction(scene, s, e) if lab == "walk" else lab)
                   for s, e, lab in phases]  # fmt: skip
     return [(job.path.name, s, e, label) for s, e, label in phases]
 
 
+STORIES = ("demo", "story")  # labelled frame by frame with edge_hf.synth's story labels
 MIN_WALK_PX = 0.5  # per frame: a slower "walk" (clipped at the frame edge) has no direction
 
 
