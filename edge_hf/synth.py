@@ -69,10 +69,7 @@ from edge_hf._timelines import HARD_NEGATIVES, MIXED_SPEED
 ACTIONS: tuple[str, ...] = ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
 SCENES: tuple[str, ...] = (*ACTIONS, "demo")
 DEMO_LABELS: tuple[str, ...] = ("walk", "stand", "fall", "lie_down", "lying", "get_up")
-# the real preset's action dataset: the actions, the hard negatives that move (each its own class,
-# so a stumble is taught as a stumble, not drowned among still poses), and ``other``: still poses
-# (standing, sitting, lying) and a turn, which has no facing cue and so is a stand
-REAL_CLASSES: tuple[str, ...] = (*ACTIONS, *(k for k in HARD_NEGATIVES if k != "turn"), "other")
+REAL_CLASSES: tuple[str, ...] = (*ACTIONS, "other")  # the real preset's action dataset
 NAMES: tuple[str, ...] = (*SCENES, *HARD_NEGATIVES, *MIXED_SPEED, "other", "story")  # all
 PRESETS: tuple[str, ...] = ("easy", "real")
 BACKGROUNDS: tuple[str, ...] = ("flat", "gradient", "shapes")  # easy; "real" draws its own
@@ -271,6 +268,11 @@ class Scene:
         """The labelled figure's (legs') BGR colour; the real preset picks it against the
         background and may give the figure a top of another colour and a face."""
         return self._body.color
+
+    @property
+    def figure_height(self) -> float:
+        """The labelled figure's standing height in pixels."""
+        return self._body.height
 
     def render(self, index: int, out: np.ndarray) -> None:
         """Draw frame `index` (wrapping modulo `length`) into `out`, an (H, W, 3) uint8 BGR array."""

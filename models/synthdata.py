@@ -9,10 +9,8 @@
 clips of one group never straddle train and test), and ``flip.json``: a horizontal flip turns
 ``walk_left`` into ``walk_right``. Preset ``real`` also writes ``annotations.csv``: where in each
 clip is what (see :func:`annotations`). Preset ``real`` (the default here) has the classes
-``edge_hf.synth.REAL_CLASSES``: the six actions, the hard negatives that move (sit_down, crouch,
-pick_up, stumble, get_up; each its own class, so a stumble is taught as a stumble) and ``other``
-(still poses: standing, sitting, lying; its clips are turns: walk, stop, walk back). Its
-training clips use the training photographs (``models.backgrounds``) and its test clips the
+``edge_hf.synth.REAL_CLASSES``: the six actions and ``other`` (the hard negatives and the still
+poses: standing, sitting, lying; its clips take the hard negatives in turn). Its training clips use the training photographs (``models.backgrounds``) and its test clips the
 held-out ones, with seeds the training list never uses. Clips are MJPG at a random JPEG quality
 (30-90) each, so the model sees compression artefacts. Preset ``easy``: the first synthetic world
 (six classes, plain backgrounds, MJPG at OpenCV's default quality).
@@ -111,27 +109,36 @@ def _write(job: Job) -> list[tuple[str, int, int, str]]:
 
 
 STORIES = ("demo", "story")  # labelled frame by frame with edge_hf.synth's story labels
-MIN_WALK_PX = 0.5  # per frame: a slower "walk" (clipped at the frame edge) has no direction
+MIN_WALK_SPEED = 0.25  # figure heights per second (walks: 0.5-1.4); slower has no direction
 
 
 def walk_direction(scene: synth.Scene, start: int, end: int) -> str:
     """``walk_left`` / ``walk_right`` for a walk phase of an action clip (a lead-in, a walk on),
-    which the clip's own label does not name; ``walk`` when it hardly moves."""
+    which the clip's own label does not name; ``walk`` when it hardly moves (held at the frame
+    edge)."""
     dx = scene.pose(end).x - scene.pose(start).x
-    if abs(dx) < MIN_WALK_PX * max(1, end - start):
+    speed = abs(dx) / scene.figure_height * scene.fps / max(1, end - start)
+    if speed < MIN_WALK_SPEED:
         return "walk"
     return "walk_left" if dx < 0 else "walk_right"
 
 
-SCENE_OF = {"other": "turn"}  # real preset: other's clips walk, stop (a stand) and walk back
-STILL = ("stand", "turn", "lying", "sitting")  # the real preset's other
+STILL = ("stand", "turn", "lying", "sitting")  # with the hard negatives: the real preset's other
+
+
+def scene_of(action: str, k: int, preset: str) -> str:
+    """The scene of clip k of a class: ``other`` (real preset) takes the hard negatives in turn,
+    so each is an equal part of it."""
+    if preset == "real" and action == "other":
+        return synth.HARD_NEGATIVES[k % len(synth.HARD_NEGATIVES)]
+    return action
 
 
 def annotations(action: str, phases, names: tuple[str, ...]) -> list[tuple[int, int, str]]:
     """Where an action clip shows what: a phase that is one of the classes keeps its name (the
-    clip's action, a directed walk before it); the still parts (standing, lying after the fall,
-    sitting, a turn) are ``other`` when the classes have it; a walk with no direction is left
-    out."""
+    clip's action, a directed walk before or after it); the hard negatives and the still parts
+    (standing, lying after the fall, sitting) are ``other`` when the classes have it; a walk with
+    no direction is left out."""
     if action in synth.MIXED_SPEED:  # from the fall on: what follows it is the difference
         first = next(start for _, start, _, phase in phases if phase == "fall")
         return [(first, phases[-1][2], action)]
@@ -139,7 +146,7 @@ def annotations(action: str, phases, names: tuple[str, ...]) -> list[tuple[int, 
     for _, start, end, phase in phases:
         if phase in names:
             rows.append((start, end, phase))
-        elif phase in STILL and "other" in names:
+        elif phase in (*STILL, *synth.HARD_NEGATIVES) and "other" in names:
             rows.append((start, end, "other"))
     return rows
 
@@ -176,8 +183,18 @@ def write_action_dataset(
             is_test = group % TEST_EVERY == 1
             pool = "held-out" if is_test else "train"
             # one seed per (clip, class) pair: the pairs share looks, so appearance cannot tell them apart
-            scene = SCENE_OF.get(action, action) if preset == "real" else action
-            jobs.append(Job(out / rel, scene, seed * 100_000 + k, size, fps, preset, pool, codec))
+            jobs.append(
+                Job(
+                    out / rel,
+                    scene_of(action, k, preset),
+                    seed * 100_000 + k,
+                    size,
+                    fps,
+                    preset,
+                    pool,
+                    codec,
+                )
+            )
             (test if is_test else train).append((rel, ci + 1))
     segs = _run(jobs, workers)
     if preset == "real":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -91,17 +92,18 @@ def test_real_dataset_layout_split_and_pools(real_actions) -> None:
 
 
 def _scene_of(rel: str) -> str:
-    name = rel.split("/")[0]
-    return synthdata.SCENE_OF.get(name, name)
+    name, group, clip = re.fullmatch(r"(\w+)/v_\w+_g(\d+)_c(\d+)\.avi", rel).groups()
+    k = (int(group) - 1) * synthdata.CLIPS_PER_GROUP + int(clip) - 1
+    return synthdata.scene_of(name, k, "real")
 
 
 def test_real_clips_say_where_their_action_is(real_actions) -> None:
     """annotations.csv marks each clip's own action and the directed walks around it; the
-    still parts (standing, lying after the fall, sitting, a turn) are other."""
+    hard negatives and the still parts (standing, lying after the fall, sitting) are other."""
     root, used = real_actions
     ds = data.load(root)
     other = ds.classes.index("other")
-    walks = set()
+    walks, kinds = set(), set()
     for v in ds.train + ds.val + ds.test:
         rel = v.path.relative_to(root).as_posix()
         name = rel.split("/")[0]
@@ -123,11 +125,14 @@ def test_real_clips_say_where_their_action_is(real_actions) -> None:
             elif phase in ds.classes:
                 assert got == {ds.classes.index(phase)}, (rel, phase)
             else:
-                assert phase in synthdata.STILL and got == {other}, (rel, phase)
+                assert phase in (*synthdata.STILL, *synth.HARD_NEGATIVES), (rel, phase)
+                assert got == {other}, (rel, phase)
+                kinds.add(phase)
         if name == "fall":
             fall = ds.classes.index("fall")
             assert v.labels.index(other, v.labels.index(fall)) > v.labels.index(fall)
     assert {ds.classes.index("walk_left"), ds.classes.index("walk_right")} <= walks
+    assert set(synth.HARD_NEGATIVES[:4]) <= kinds  # other's 4 clips take them in turn
 
 
 def test_walk_direction_follows_the_figure() -> None:
