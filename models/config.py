@@ -24,6 +24,7 @@ RECIPES = Path(__file__).parent / "recipes"
 @dataclass(frozen=True)
 class TrainConfig:
     data: str = ""
+    more_data: tuple[str, ...] = ()  # segments.csv folders whose videos only train
     name: str = ""
     recipe: str = ""
     arch: str = "mobilenetv3_small_100"
@@ -107,6 +108,8 @@ HELP = {
     "arch": "timm backbone name, e.g. mobilenetv3_small_100",
     "frames": "T: frames per hyperframe",
     "stride": "source frames between the hyperframe's frames",
+    "more_data": "folders of long videos with frame labels (segments.csv) that join the "
+    "training split only, never validation or test; their labels must be the dataset's classes",
     "scales": "a temporal pyramid, one input per scale through one backbone: TxS[+O] each "
     "(T frames every S, ending O frames before the newest), e.g. 3x1 3x4; T must be --frames "
     "and the first S --stride",
@@ -182,6 +185,8 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
             ap.add_argument(flag, nargs="+", default=None, help=f"{text} (default: fall)")
         elif f.name == "scales":
             ap.add_argument(flag, nargs="+", default=None, metavar="TxS[+O]", help=text)
+        elif f.name == "more_data":
+            ap.add_argument(flag, nargs="+", default=None, metavar="DIR", help=text)
         else:
             kind = {"int": int, "float": float}.get(f.type, str)
             default = "" if f.default in ("", 0, 0.0) else f" (default: {f.default})"
@@ -189,7 +194,7 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
     args = {k: v for k, v in vars(ap.parse_args(argv)).items() if v is not None}
     values = read_recipe(args["recipe"]) if args.get("recipe") else {}
     values.update(args)
-    for key in ("abnormal", "scales"):
+    for key in ("abnormal", "scales", "more_data"):
         if key in values:
             values[key] = tuple(values[key])
     if not values.get("data"):

@@ -28,7 +28,7 @@ import json
 import random
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 VIDEO_SUFFIXES = (".avi", ".mp4", ".mkv", ".mov", ".webm", ".mpg", ".mpeg")
@@ -191,6 +191,24 @@ def _ucf101(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
 
     train, val = _split(read("trainlist01.txt"), seed, fr.val)
     return _make(root, classes, (train, val, read("testlist01.txt")), flip)
+
+
+def add_training(ds: Dataset, folders) -> Dataset:
+    """``ds`` with the videos of each segments.csv folder added to its training split only
+    (``--more-data``): long recordings with frame labels next to short clips. Their labels must
+    be among ``ds.classes``."""
+    train = list(ds.train)
+    for folder in map(Path, folders):
+        path = folder / "segments.csv"
+        if not path.is_file():
+            raise DataError(
+                f"--more-data {folder}: expected a folder with segments.csv, found none"
+            )
+        rows = read_segments(path)
+        allowed = f"the dataset {ds.root} has the classes"
+        per_video = _per_video(path, rows, ds.classes, allowed)
+        train += [Video(folder / rel, labels) for rel, labels in sorted(per_video.items())]
+    return replace(ds, train=tuple(train))
 
 
 def _segments(root: Path, seed: int, fr: Fractions, flip) -> Dataset:

@@ -20,6 +20,10 @@ held-out ones, with seeds the training list never uses. Clips are MJPG at a rand
 with about one fall a minute; ``fall`` covers the frames from the start of the fall motion up to
 and including the impact. Written as H.264 at a random bit rate (ffmpeg) or ``--stream-codec
 mjpeg``. ``easy``: the demo story.
+(c) with ``--train-streams N`` (real), more stories in ``OUT/train-streams/`` on the training
+photographs, with seeds no evaluation stream uses, labelled with the action classes (walks by
+direction, hard negatives and still poses ``other``): ``models.train --more-data`` adds them to
+the training split.
 With ``--mixed-speed`` the class ``fall`` becomes ``fall_stay`` and ``fall_recover`` (the same fall
 at any speed, then lying still or getting up; annotated from the fall to the end of the clip).
 
@@ -50,6 +54,7 @@ CLIPS_PER_GROUP = 2
 TEST_EVERY = 4  # groups 1, 5, 9, ... are test: about a quarter
 NO_FALL_EVERY = 4  # real streams 3, 7, 11, ... have no fall (false alarms per hour)
 STREAM_SEED = 50_000  # stream k uses seed * 100_000 + STREAM_SEED + k: never an action clip's
+TRAIN_STREAM_SEED = 70_000  # training stream k: seed * 100_000 + 70_000 + k
 
 
 class Job(NamedTuple):
@@ -64,6 +69,7 @@ class Job(NamedTuple):
     pool: str  # photographs: "train" or "held-out"
     codec: str  # one of synthvideo.CODECS
     story: tuple[float, int] | None = None  # (seconds, falls) of a story
+    directed: bool = True  # walks get their direction (action clips, training stories)
 
 
 def classes(preset: str, mixed: bool = False) -> tuple[str, ...]:
@@ -102,13 +108,12 @@ def _write(job: Job) -> list[tuple[str, int, int, str]]:
     scene = _scene(job)
     synthvideo.write(job.path, scene, job.codec, np.random.default_rng([job.seed, 61]))
     phases = scene.phases()
-    if job.name not in STORIES:  # an action clip: its walks get their direction
+    if job.directed:
         phases = [(s, e, walk_direction(scene, s, e) if lab == "walk" else lab)
                   for s, e, lab in phases]  # fmt: skip
     return [(job.path.name, s, e, label) for s, e, label in phases]
 
 
-STORIES = ("demo", "story")  # labelled frame by frame with edge_hf.synth's story labels
 MIN_WALK_SPEED = 0.25  # figure heights per second (walks: 0.5-1.4); slower has no direction
 
 
@@ -123,7 +128,13 @@ def walk_direction(scene: synth.Scene, start: int, end: int) -> str:
     return "walk_left" if dx < 0 else "walk_right"
 
 
-STILL = ("stand", "turn", "lying", "sitting")  # with the hard negatives: the real preset's other
+STILL = (
+    "stand",
+    "turn",
+    "lying",
+    "sitting",
+    "empty",
+)  # with the hard negatives: the real preset's other
 
 
 def scene_of(action: str, k: int, preset: str) -> str:
@@ -235,29 +246,40 @@ def write_streams(
     minutes: float = 3.0,
     codec: str = "mjpeg-default",
     workers: int = 1,
+    training: bool = False,
 ) -> int:
     """Long clips with frame-level segments: the demo story (easy) or stories on held-out
-    photographs (real). Returns the number of frames written."""
+    photographs (real). ``training``: real stories on the training photographs with seeds no
+    evaluation stream uses, labelled with the action dataset's classes (``annotations``) for
+    ``models.train --more-data``. Returns the number of frames written."""
     out.mkdir(parents=True, exist_ok=True)
     suffix = ".mp4" if codec == "h264" else ".avi"
     jobs = []
     for k in range(count):
-        s = seed * 100_000 + STREAM_SEED + k
+        s = seed * 100_000 + (TRAIN_STREAM_SEED if training else STREAM_SEED) + k
         if preset == "real":
             story = (60.0 * minutes, stream_falls(k, minutes, seed))
-            job = Job(out / f"story_{k:03d}{suffix}", "story", s, size, fps, preset, "held-out",
-                      codec, story)  # fmt: skip
+            pool = "train" if training else "held-out"
+            job = Job(out / f"story_{k:03d}{suffix}", "story", s, size, fps, preset, pool,
+                      codec, story, directed=training)  # fmt: skip
         else:
-            job = Job(out / f"story_{k:02d}{suffix}", "demo", s, size, fps, preset, "", codec)
+            job = Job(out / f"story_{k:02d}{suffix}", "demo", s, size, fps, preset, "", codec,
+                      directed=False)  # fmt: skip
         jobs.append(job)
-    rows = [row for segs in _run(jobs, workers) for row in segs]
+    segs = _run(jobs, workers)
+    total = sum(e - s + 1 for phases in segs for _, s, e, _ in phases)
+    labels = synth.STORY_LABELS if preset == "real" else synth.DEMO_LABELS
+    rows = [row for phases in segs for row in phases]
+    if training:  # the action dataset's classes: walks by direction, the rest other
+        labels = classes(preset)
+        rows = [(phases[0][0], s, e, lab) for phases in segs
+                for s, e, lab in annotations("story", phases, labels)]  # fmt: skip
     with open(out / "segments.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["video", "start_frame", "end_frame", "label"])
         w.writerows(rows)
-    labels = synth.STORY_LABELS if preset == "real" else synth.DEMO_LABELS
     (out / "classes.txt").write_text("".join(f"{c}\n" for c in labels))
-    return sum(e - s + 1 for _, s, e, _ in rows)
+    return total
 
 
 def _rate(frames: int, seconds: float) -> str:
@@ -272,6 +294,12 @@ def _falls(streams: Path) -> str:
     falling = {r["video"] for r in rows if r["label"] == "fall"}
     falls = sum(r["label"] == "fall" for r in rows)
     return f"{falls} falls, {len(videos - falling)} of {len(videos)} streams without a fall"
+
+
+def _report(folder: Path, frames: int, fps: float, seconds: float) -> None:
+    hours, falls = frames / fps / 3600, _falls(folder)
+    print(f"wrote {folder}: {frames} frames ({hours:.2f} h, {falls}) "
+          f"in {seconds:.1f} s ({_rate(frames, seconds)})")  # fmt: skip
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -292,6 +320,13 @@ _FLAGS = (  # flag, type, default, help
         "clips per class; a quarter of them (by group) go to the test list",
     ),
     ("--streams", int, 0, "long labelled streams to write in OUT/streams"),
+    (
+        "--train-streams",
+        int,
+        0,
+        "real: long streams on the training photographs in OUT/train-streams, labelled with "
+        "the action classes (train on them too: models.train --more-data OUT/train-streams)",
+    ),
     ("--stream-minutes", float, 3.0, "length of each real stream, minutes"),
     ("--size", _size, (180, 320), "HxW of the written frames"),
     ("--fps", float, 25.0, "frame rate of everything written"),
@@ -336,8 +371,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
-    if args.clips_per_class < 0 or args.streams < 0 or args.jobs < 1 or args.seed < 0:
-        ap.error("--clips-per-class, --streams and --seed must be >= 0, --jobs >= 1")
+    counts = (args.clips_per_class, args.streams, args.train_streams, args.seed)
+    if min(counts) < 0 or args.jobs < 1:
+        ap.error(
+            "--clips-per-class, --streams, --train-streams and --seed must be >= 0, --jobs >= 1"
+        )
+    if args.train_streams and args.preset != "real":
+        ap.error("--train-streams needs --preset real")
     if not 0 < args.stream_minutes <= 24 * 60 or not 0 < args.fps <= 1000:
         ap.error("--stream-minutes must be in (0, 1440] and --fps in (0, 1000]")
     t0 = time.perf_counter()
@@ -355,9 +395,15 @@ def main(argv: list[str] | None = None) -> int:
                 preset=args.preset, minutes=args.stream_minutes, codec=codec, workers=args.jobs,
             )  # fmt: skip
             t2 = time.perf_counter()
-            hours, falls = m / args.fps / 3600, _falls(args.out / "streams")
-            print(f"wrote {args.out / 'streams'}: {m} frames ({hours:.2f} h, {falls}) "
-                  f"in {t2 - t1:.1f} s ({_rate(m, t2 - t1)})")  # fmt: skip
+            _report(args.out / "streams", m, args.fps, t2 - t1)
+        if args.train_streams:
+            t2 = time.perf_counter()
+            m = write_streams(
+                args.out / "train-streams", args.train_streams, args.size, args.seed, args.fps,
+                preset="real", minutes=args.stream_minutes, codec=args.stream_codec,
+                workers=args.jobs, training=True,
+            )  # fmt: skip
+            _report(args.out / "train-streams", m, args.fps, time.perf_counter() - t2)
     except (synthvideo.EncoderMissing, BackgroundError) as e:
         print(f"models.synthdata: error: {e}", file=sys.stderr)
         return 3

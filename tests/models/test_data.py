@@ -186,3 +186,35 @@ def test_annotations_with_an_unknown_label_name_the_line(tmp_path: Path):
 def _annotations(root: Path, rows: list[str]) -> None:
     lines = ["video,start_frame,end_frame,label", *rows]
     (root / "annotations.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_more_data_joins_the_training_split_only(tmp_path: Path):
+    """--more-data: long labelled videos train; validation and test stay the clips."""
+    for c in ("fall", "other"):
+        (tmp_path / "clips" / c).mkdir(parents=True)
+        for g in range(1, 9):
+            (tmp_path / "clips" / c / f"v_{c}_g{g:02d}_c01.avi").write_bytes(b"")
+    ds = data.load(tmp_path / "clips", seed=1)
+    (tmp_path / "long").mkdir()
+    for name in ("s0.mp4", "s1.mp4"):
+        (tmp_path / "long" / name).write_bytes(b"")
+    _csv(tmp_path / "long", ["s0.mp4,0,3,other", "s0.mp4,4,5,fall", "s1.mp4,2,4,other"])
+    more = data.add_training(ds, [tmp_path / "long"])
+    assert (more.val, more.test, more.classes) == (ds.val, ds.test, ds.classes)
+    added = more.train[len(ds.train) :]
+    assert more.train[: len(ds.train)] == ds.train and len(added) == 2
+    assert added[0].labels == (1, 1, 1, 1, 0, 0) and added[1].labels == (-1, -1, 1, 1, 1)
+    assert added[0].video_class == -1  # a stream: no class of its own
+
+
+def test_more_data_errors_name_the_folder_and_the_classes(tmp_path: Path):
+    (tmp_path / "clips" / "fall").mkdir(parents=True)
+    (tmp_path / "clips" / "fall" / "a.avi").write_bytes(b"")
+    ds = data.load(tmp_path / "clips", val_fraction=0, test_fraction=0)
+    with pytest.raises(DataError, match=r"--more-data .*nowhere: expected a folder with segments"):
+        data.add_training(ds, [tmp_path / "nowhere"])
+    (tmp_path / "long").mkdir()
+    (tmp_path / "long" / "s.mp4").write_bytes(b"")
+    _csv(tmp_path / "long", ["s.mp4,0,3,lying"])
+    with pytest.raises(DataError, match=r"segments.csv:2: unknown label 'lying'; the dataset "):
+        data.add_training(ds, [tmp_path / "long"])

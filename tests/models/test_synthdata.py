@@ -215,3 +215,31 @@ def test_a_mixed_speed_dataset_pairs_staying_down_with_getting_up(tmp_path: Path
             first = v.labels.index(v.video_class)
             assert set(seen) == {v.video_class} and len(seen) == len(v.labels) - first
             assert first > 0  # the lead-in (standing or walking) is left out
+
+
+def test_training_streams_use_training_photos_and_the_action_classes(tmp_path: Path) -> None:
+    used: list[tuple[str, int]] = []
+    orig = synthdata._scene
+
+    def spy(job):
+        used.append((job.pool, job.seed))
+        return orig(job)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(synthdata, "_scene", spy)
+        synthdata.write_streams(tmp_path, 2, SIZE, seed=0, preset="real", minutes=0.4,
+                                codec="mjpeg", training=True)  # fmt: skip
+    assert {pool for pool, _ in used} == {"train"}
+    evaluation = {0 * 100_000 + synthdata.STREAM_SEED + k for k in range(40)}
+    assert not {seed for _, seed in used} & evaluation
+    ds = data.load(tmp_path, val_fraction=0.5, test_fraction=0)
+    assert ds.classes == synth.REAL_CLASSES
+    seen = {lab for v in ds.train + ds.val for lab in v.labels} - {-1}
+    assert {"walk_left", "walk_right", "fall", "other"} <= {ds.classes[i] for i in seen}
+
+
+def test_cli_training_streams_need_the_real_preset(tmp_path: Path) -> None:
+    r = run_module(
+        "models.synthdata", str(tmp_path / "d"), "--preset", "easy", "--train-streams", "1"
+    )
+    assert r.returncode == 2 and "--train-streams needs --preset real" in r.stderr

@@ -159,6 +159,16 @@ def test_bad_config(argv, message):
         parse(argv)
 
 
+def test_more_data_with_labels_the_dataset_lacks_is_refused(
+    tiny_actions: Path, tiny_streams: Path, tmp_path: Path
+):
+    """The demo story's labels (walk, stand, ...) are not the action classes: one line, exit 2."""
+    assert parse(["--data", "x", "--more-data", "a", "b"]).more_data == ("a", "b")
+    r = train("--data", str(tiny_actions), "--more-data", str(tiny_streams), tmp=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "segments.csv:2: unknown label 'walk'; the dataset" in r.stderr
+
+
 def test_recipe_typo_suggests_the_key(tmp_path: Path):
     recipe = tmp_path / "mine.toml"
     recipe.write_text('arch = "resnet18"\nlrr = 0.1\n')
