@@ -74,9 +74,9 @@ class CountingFile(FileSource):
         self.grabbed += ok
         return ok
 
-    def retrieve(self):
+    def retrieve(self, out=None):
         self.decoded.append(self.grabbed)
-        return super().retrieve()
+        return super().retrieve(out)
 
 
 @pytest.mark.parametrize(
