@@ -103,7 +103,8 @@ class Camera:
         )
 
     def latest_frame(self) -> np.ndarray | None:
-        """A copy of the newest decoded frame at full resolution (None before the first)."""
+        """A copy of the newest decoded frame at full resolution (None before the first); with
+        --snapshots the newest kept one (a centre frame: at most a hop and the lag older)."""
         return self.capture.snapshot()
 
     def snapshot(self, anchor: int) -> np.ndarray | None:
