@@ -45,6 +45,9 @@ class Event:
     snapshot: str | None = None  # with --snapshots: the JPEG's file name (edge_hf.snapshots)
     small: bytes | None = field(default=None, repr=False, compare=False)  # its small JPEG
     screen: float | None = None  # two-stage mode: the screening model's score; `score` confirms
+    # start: `frame` of the first hyperframe of the k-of-n run that started it (its oldest hit
+    # among the last n; the snapshot is this hyperframe's centre frame); end: -1
+    first: int = field(default=-1, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -82,6 +85,7 @@ class AlertLogic:
         self._thr = np.array([t for _, t in policy.thresholds], np.float32)
         self._scores = np.zeros(len(self.labels), np.float32)
         self._hits = np.zeros((len(self.labels), policy.n), np.bool_)
+        self._frames = np.zeros(policy.n, np.int64)  # each hit column's `frame`
         self._pos = 0
         self._active: list[Event | None] = [None] * len(self.labels)
         self._quiet_until = [0] * len(self.labels)  # frame index
@@ -93,7 +97,8 @@ class AlertLogic:
         the events it starts carry beside ``probs``'s (the confirming model's)."""
         np.take(probs, self._index, out=self._scores)
         np.greater_equal(self._scores, self._thr, out=self._hits[:, self._pos])
-        self._pos = (self._pos + 1) % self.policy.n
+        self._frames[self._pos] = frame
+        self._pos = (self._pos + 1) % self.policy.n  # now the oldest column
         events = _NONE
         k, n = self.policy.k, self.policy.n
         for c in range(len(self.labels)):
@@ -112,6 +117,7 @@ class AlertLogic:
                         frame,
                         t,
                         screen=None if screen is None else float(screen[self._index[c]]),
+                        first=self._first_hit(c),
                     )
                     self._active[c] = ev
                     events += (ev,)
@@ -120,6 +126,12 @@ class AlertLogic:
             elif score > active.peak:
                 self._active[c] = Event(**{**active.__dict__, "peak": score})
         return events
+
+    def _first_hit(self, c: int) -> int:
+        """The `frame` of class ``c``'s oldest hit among the last n hyperframes (at a start)."""
+        n = self.policy.n
+        oldest = next(j for j in range(n) if self._hits[c, (self._pos + j) % n])
+        return int(self._frames[(self._pos + oldest) % n])
 
     def _end(self, c: int, score: float, frame: int, t: float) -> Event:
         active = self._active[c]

@@ -12,6 +12,7 @@ import numpy as np
 
 from edge_hf.alerts import AlertLogic, AlertPolicy
 from edge_hf.capture import Capture, CapturePolicy, Mailbox
+from edge_hf.fullres import FullResRing, slots_needed
 from edge_hf.health import CameraCounters, Heartbeat
 from edge_hf.motion import MotionGate, MotionOptions
 from edge_hf.sampler import StrideSampler, hop_from_hz
@@ -41,6 +42,7 @@ class CameraPlan:
     motion: MotionOptions
     capture: CapturePolicy
     block: bool  # --fast files: wait for inference rather than drop a hyperframe
+    snapshots: bool = False  # keep full-resolution centre frames (edge_hf.fullres)
 
 
 class Camera:
@@ -64,6 +66,9 @@ class Camera:
         self.capture.on_open = self._retime
         if plan.motion.enabled:
             self.capture.gate = MotionGate(plan.motion, self.sampler)
+        if plan.snapshots:  # the model whose scores start events names the centre frame
+            lag, n = (confirm or spec).centre_lag, plan.policy.n
+            self.capture.keep = FullResRing(self.name, slots_needed(n, lag, every), lag)
         self.logic = AlertLogic(source.name, spec.classes, plan.policy, source.fps)
         self.labels = tuple(self.logic.labels)
         self.processed = 0  # hyperframes this camera put through the model (inference thread)
@@ -79,6 +84,8 @@ class Camera:
             every = hop_from_hz(self.hz, fps)
             if every != self.sampler.every:
                 self.sampler.set_every(every)
+                if (keep := self.capture.keep) is not None:
+                    keep.grow(slots_needed(self.logic.policy.n, keep.lag, every))
         self.logic.fps = fps
 
     def counters(self, now: float | None = None) -> CameraCounters:
@@ -96,5 +103,12 @@ class Camera:
         )
 
     def latest_frame(self) -> np.ndarray | None:
-        """A copy of the newest decoded frame at full resolution (None before the first)."""
+        """A copy of the newest decoded frame at full resolution (None before the first); with
+        --snapshots the newest kept one (a centre frame: at most a hop and the lag older)."""
         return self.capture.snapshot()
+
+    def snapshot(self, anchor: int) -> np.ndarray | None:
+        """A copy of the centre frame of the hyperframe whose newest frame is source frame
+        ``anchor``, at full resolution (the newest kept frame if it is gone); --snapshots."""
+        keep = self.capture.keep
+        return None if keep is None else keep.copy(anchor - keep.lag)

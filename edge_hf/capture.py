@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edge_hf.errors import SourceError
+from edge_hf.fullres import FullResRing
 from edge_hf.health import Heartbeat
 from edge_hf.motion import MotionGate
 from edge_hf.sampler import StrideSampler, resize_into
@@ -147,6 +148,8 @@ class Capture(threading.Thread):
         self.heartbeat = heartbeat or Heartbeat(f"capture {source.name}")
         self.error: SourceError | None = None  # why a non-live source gave up
         self.gate: MotionGate | None = None  # skips still windows (--motion)
+        # --snapshots: full-resolution centre frames, decoded into it (edge_hf.fullres)
+        self.keep: FullResRing | None = None
         # called with the source's fps after every successful (re)open: a camera that failed
         # its first open, or came back with another frame rate, is re-timed (--hz, cooldown)
         self.on_open: Callable[[float], None] | None = None
@@ -248,9 +251,13 @@ class Capture(threading.Thread):
             )
         self._down_since, self._attempts = None, 0
 
-    def snapshot(self) -> np.ndarray | None:
-        """A copy of the newest decoded frame at full resolution (None before the first): the
-        only copy of a frame that capture makes, and only when asked (at an alert's start)."""
+    def snapshot(self, frame: int | None = None) -> np.ndarray | None:
+        """A copy of source frame ``frame`` at full resolution, made only when asked (at an
+        alert's start, or for the status page). With --snapshots from the ring (``frame``, or
+        the newest kept frame when it is gone or None); else the newest decoded frame. None
+        before the first frame."""
+        if self.keep is not None:
+            return self.keep.copy(frame)
         with self._decoding:
             return None if self._last is None else self._last.copy()
 
@@ -264,7 +271,8 @@ class Capture(threading.Thread):
     def _read(self) -> str:
         """Read until the source ends, fails or stalls, or we are stopped. Allocation-free."""
         src, sm, st, box, hb = self.source, self.sampler, self.stats, self.mailbox, self.heartbeat
-        gate = self.gate
+        gate, keep = self.gate, self.keep
+        lag = keep.lag if keep is not None else 0
         interp, stall = sm.spec.interpolation, self.policy.stall_timeout
         i = 0  # index since (re)open: the ring starts empty after every reconnect
         last = time.monotonic()  # of the last frame, or of the open
@@ -280,8 +288,11 @@ class Capture(threading.Thread):
                 self._came_back(now)
             st.grabbed += 1
             if sm.is_needed(i):
-                with self._decoding:
-                    frame = self._last = src.retrieve()
+                if keep is not None and sm.is_anchor(i + lag):  # a centre frame: keep it
+                    frame = keep.decode(src, st.grabbed - 1)
+                else:
+                    with self._decoding:
+                        frame = self._last = src.retrieve()
                 if frame is None:
                     return "undecodable"
                 resize_into(frame, sm.slot(i), interp)

@@ -177,6 +177,7 @@ class Runtime:
             motion=replace(cfg.motion, **dict(own.motion)),
             capture=CapturePolicy(stall_timeout=cfg.stall_timeout),
             block=not source.live and cfg.source_opts.fast,
+            snapshots=cfg.snapshots is not None,
         )
 
     def _camera(self, source: Source, plan: CameraPlan) -> Camera:
@@ -312,8 +313,9 @@ class Runtime:
         return True
 
     def _snapshot(self, cam: Camera, ev: Event) -> Event:
-        """The event with its snapshot, or as it was when there is no frame or no disk."""
-        image = cam.latest_frame()
+        """The event with its snapshot (the centre frame of its first hyperframe), or as it was
+        when there is no frame or no disk."""
+        image = cam.snapshot(ev.first)
         if image is None:
             return ev
         try:
@@ -356,6 +358,9 @@ class Runtime:
                 s.dropped,
                 s.reconnects,
             )
+            if c.capture.keep is not None and c.capture.keep.late:
+                log.info("camera %s: %d snapshot(s) of a newer frame (theirs was gone)",
+                         c.name, c.capture.keep.late)  # fmt: skip
         log.info(
             "inference: %d hyperframes in %d calls, p50 %.2f ms, p95 %.2f ms per call",
             self.latency.count,

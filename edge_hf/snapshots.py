@@ -1,14 +1,20 @@
-"""Snapshots: a JPEG of the camera's frame when an alert starts, kept in a bounded directory.
+"""Snapshots: a JPEG of the frame that mattered when an alert starts, kept in a bounded directory.
 
-``--snapshots`` (``[snapshots] enabled = true``). At an alert's start the frame loop takes one
-copy of the camera's newest decoded frame (full resolution; ``Capture.snapshot``: no copy is
-made for frames where no alert starts), writes it as ``<camera>-<label>-<UTC time>-<id>.jpg``
-under ``--snapshot-dir`` (default ``<state dir>/snapshots``), and hands a small JPEG (height at
-most ``SMALL_HEIGHT``) to the sinks with the event: MQTT publishes it retained on
-``<prefix>/<camera>/<label>/snapshot`` before the event, HTTP serves the file at
-``/snapshots/<file>``. The directory is bounded by count and bytes; the oldest files go first.
-The frame is the newest one decoded when the alert fired, which is the newest frame of the
-hyperframe that fired it or at most a hyperframe later.
+``--snapshots`` (``[snapshots] enabled = true``). The frame is the centre frame
+(``HyperframeSpec.centre_lag``; the confirming model's in two-stage mode) of the event's *first*
+hyperframe, the oldest hit of the k-of-n run that started it, at the camera's full resolution:
+for a fall, the figure on its way down rather than already on the floor. The capture thread
+decodes every hyperframe's centre frame straight into a small per-camera ring of
+full-resolution buffers (``edge_hf.fullres``, which says how many and who may touch which), so
+frames where no event starts cost no copy; at the start the frame loop copies the one frame out
+(``Camera.snapshot``). Should it be gone already (the loop was stalled), the newest kept frame
+is used, counted and logged once. Without ``--snapshots`` there is no ring.
+
+The frame is written as ``<camera>-<label>-<UTC time>-<id>.jpg`` under ``--snapshot-dir``
+(default ``<state dir>/snapshots``), and a small JPEG (height at most ``SMALL_HEIGHT``) goes to
+the sinks with the event: MQTT publishes it retained on ``<prefix>/<camera>/<label>/snapshot``
+before the event, HTTP serves the file at ``/snapshots/<file>``. The directory is bounded by
+count and bytes; the oldest files go first.
 """
 
 from __future__ import annotations

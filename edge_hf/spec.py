@@ -73,6 +73,15 @@ class HyperframeSpec:
         return max(max(s.lags()) for s in self.inputs) + 1
 
     @property
+    def centre_lag(self) -> int:
+        """The centre frame of a hyperframe, as a lag: of the frames its inputs take, the one
+        nearest the middle of their span (the newer of two; ``frames[T // 2]`` oldest first, as
+        the trainer's ``center`` label): 3 for 3 frames every 3, 8 for a (3x3, 3x8) pyramid."""
+        lags = sorted({lag for s in self.inputs for lag in s.lags()})
+        middle = lags[0] + lags[-1]  # twice the middle, to stay in integers
+        return min(lags, key=lambda lag: abs(2 * lag - middle))
+
+    @property
     def thresholds(self) -> dict[str, float]:
         return dict(self.alert_classes)
 

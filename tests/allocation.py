@@ -41,8 +41,8 @@ class AllocationProbe:
             self.base = tracemalloc.get_traced_memory()[0]
         return self.inner.grab()
 
-    def retrieve(self):
-        return self.inner.retrieve()
+    def retrieve(self, out=None):
+        return self.inner.retrieve(out)
 
     def release(self) -> None:
         self.inner.release()

@@ -124,6 +124,34 @@ def constant_model(spec: HyperframeSpec, logits: list[float]) -> onnx.ModelProto
     return _model(graph, spec)
 
 
+def brightness_model(spec: HyperframeSpec, level: float, gain: float = 100.0) -> onnx.ModelProto:
+    """The first alert class's logit is ``gain * (mean brightness / 255 - level)`` over the
+    whole hyperframe, the others' 0: an alert exactly where every frame of it is bright."""
+    c = len(spec.classes)
+    target = spec.classes.index(spec.alert_classes[0][0])
+    scale, bias = np.zeros(c, np.float32), np.zeros(c, np.float32)
+    scale[target], bias[target] = gain / 255.0, -gain * level
+    h, w = spec.size
+    n = helper.make_node
+    nodes = [
+        n("Cast", ["frames"], ["xf"], to=TensorProto.FLOAT),
+        n("ReduceMean", ["xf", "axes"], ["mean"], keepdims=0),  # [N]
+        n("Unsqueeze", ["mean", "one"], ["mean1"]),  # [N, 1]
+        n("Mul", ["mean1", "scale"], ["scaled"]),  # [N, C]
+        n("Add", ["scaled", "bias"], ["logits"]),
+    ]
+    consts = {"axes": np.array([1, 2, 3, 4], np.int64), "one": np.array([1], np.int64),
+              "scale": scale, "bias": bias}  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "edge_hf_brightness",
+        [helper.make_tensor_value_info("frames", TensorProto.UINT8, ["N", spec.frames, h, w, 3])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", c])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in consts.items()],
+    )
+    return _model(graph, spec)
+
+
 def _model(graph: onnx.GraphProto, spec: HyperframeSpec) -> onnx.ModelProto:
     """An opset-18 model around ``graph`` with ``spec`` inside, checked."""
     model = helper.make_model(

@@ -41,6 +41,27 @@ def test_k_of_n_hysteresis(scores, k, n, events):
     assert run(scores, k, n) == events
 
 
+@pytest.mark.parametrize(
+    ("scores", "k", "n", "first"),
+    [
+        ([0.9], 1, 1, 0),
+        ([0.1, 0.9, 0.1, 0.9], 2, 3, 1),  # the run that made it began at the first hit
+        ([0.9, 0.1, 0.1, 0.9, 0.9], 2, 3, 3),  # a hit out of the window is not part of it
+        ([0.9, 0.1, 0.9, 0.1, 0.9, 0.9], 3, 4, 2),
+        ([0.9, 0.9, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.9, 0.9], 2, 3, 0),  # the second start: 8
+    ],
+)
+def test_a_start_names_the_first_hyperframe_of_its_run(scores, k, n, first):
+    logic = AlertLogic("cam", CLASSES, AlertPolicy((("fall", 0.5),), k, n, 0.0), 10.0)
+    starts = [e for i, s in enumerate(scores)
+              for e in logic.update(np.array([1 - s, s, 0.0], np.float32), 100 + i, 0.0)
+              if e.kind == "start"]  # fmt: skip
+    assert starts[0].first == 100 + first
+    assert all(e.first == -1 for e in logic.close(200, 0.0))  # an end names none
+    if len(starts) > 1:
+        assert starts[1].first == 108
+
+
 def test_cooldown_is_counted_in_video_seconds():
     burst = [0.9, 0.9, 0.1, 0.1, 0.1]
     # fps 10, cooldown 1 s = 10 frames after the end at frame 3: the burst at 5 is suppressed,

@@ -5,19 +5,29 @@ retained on ``<prefix>/<camera>/<label>/snapshot`` before the event; with HTTP i
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.request
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
 import numpy as np
+import onnx
 import pytest
 
+from edge_hf.runtime import RunConfig, Runtime
 from edge_hf.snapshots import SMALL_HEIGHT, SnapshotOptions, SnapshotStore
+from edge_hf.sources import SourceOptions
+from edge_hf.spec import Scale
 from tests.broker import Mosquitto, Subscriber, have_mosquitto
 from tests.conftest import EdgeHF, run_cli
 from tests.live import free_port, wait_until
+from tests.motion_model import MOTION_SPEC, brightness_model
+from tests.numbered import frame_number, write_numbered
+from tests.test_runtime import ListSink
+from tests.test_twostage import ACCEPT, confirming
 
 SIZE = (540, 960)  # the camera below: full resolution, over the small height
 
@@ -87,3 +97,94 @@ def test_run_with_snapshots_mqtt_and_http(tmp_path: Path):
     configs = [json.loads(m.payload) for m in sub.messages()
                if m.topic.startswith("homeassistant/image/") and m.payload]  # fmt: skip
     assert configs and configs[0]["image_topic"] == "edge-hf/demo/fall/snapshot"
+
+
+# A numbered clip (tests/numbered.py): dark until frame 40, then bright. The brightness model
+# alerts on a hyperframe (frames a-6, a-3, a) only when all three are bright: first at a = 46.
+BRIGHT_FROM, FIRST_HIT = 40, 46
+
+
+@pytest.fixture(scope="module")
+def numbered(tmp_path_factory) -> Path:
+    return write_numbered(tmp_path_factory.mktemp("clips") / "numbered.avi", 120, BRIGHT_FROM)
+
+
+def run_numbered(tmp_path: Path, cameras, snapshots: bool = True, **kw) -> tuple[Runtime, list]:
+    model = tmp_path / "bright.onnx"
+    onnx.save(brightness_model(MOTION_SPEC, level=0.645), model)
+    cfg = RunConfig(cameras=tuple(cameras), model=model, source_opts=SourceOptions(fast=True),
+                    snapshots=SnapshotOptions(tmp_path / "snaps") if snapshots else None,
+                    **kw)  # fmt: skip
+    sink = ListSink()
+    rt = Runtime(cfg, [sink], threading.Event())
+    assert rt.run() == 0
+    return rt, [e for e in sink.events if e.kind == "start"]
+
+
+@pytest.mark.parametrize(("every", "cameras"), [(1, 2), (4, 1)])
+def test_the_snapshot_is_the_centre_frame_of_the_first_hyperframe(tmp_path, numbered, every,
+                                                                  cameras):  # fmt: skip
+    names = [f"cam{c}={numbered}" for c in range(cameras)]
+    rt, starts = run_numbered(tmp_path, names, every=every)  # k=2 of n=3
+    assert len(starts) == cameras
+    for ev in starts:
+        # the second hit fired it, a hop after the first; the centre of (40, 43, 46) is 43
+        assert (ev.first, ev.frame) == (FIRST_HIT, FIRST_HIT + every)
+        full = cv2.imread(str(tmp_path / "snaps" / ev.snapshot))
+        assert full.shape == (360, 640, 3)  # the source's resolution, not the model's
+        assert frame_number(full) == FIRST_HIT - MOTION_SPEC.centre_lag == 43
+        small = cv2.imdecode(np.frombuffer(ev.small, np.uint8), cv2.IMREAD_COLOR)
+        assert frame_number(small) == 43
+        # the same pixels as the file's frame 43, within JPEG's loss
+        cap = cv2.VideoCapture(str(numbered))
+        cap.set(cv2.CAP_PROP_POS_FRAMES, 43)
+        ok, frame = cap.read()
+        cap.release()
+        assert ok and np.abs(full.astype(int) - frame).mean() < 3
+    for cam in rt.cameras:  # the ring was big enough: no snapshot fell back to a newer frame
+        keep = cam.capture.keep
+        assert keep is not None and keep.late == 0
+        assert len(keep.slots) == 3 + 2 + 3 // every
+
+
+def test_without_snapshots_no_full_resolution_frame_is_kept(tmp_path, numbered):
+    rt, starts = run_numbered(tmp_path, [str(numbered)], snapshots=False)
+    assert len(starts) == 1 and starts[0].snapshot is None
+    assert rt.cameras[0].capture.keep is None and not (tmp_path / "snaps").exists()
+
+
+def test_two_stage_snapshots_the_centre_of_the_confirming_models_hyperframe(tmp_path, numbered):
+    # the confirming pyramid takes frames a-16, a-8, a-6, a-3, a: its centre is a-8
+    pyramid = replace(MOTION_SPEC, scales=(Scale(3, 3), Scale(3, 8)), arch="constant")
+    assert pyramid.centre_lag == 8
+    rt, starts = run_numbered(tmp_path, [str(numbered)], confirm=confirming(tmp_path, ACCEPT))
+    (ev,) = starts
+    assert ev.first == FIRST_HIT and ev.screen is not None
+    full = cv2.imread(str(tmp_path / "snaps" / ev.snapshot))
+    assert full.shape == (360, 640, 3) and frame_number(full) == FIRST_HIT - 8
+    assert rt.cameras[0].capture.keep.late == 0
+
+
+def test_an_alert_decided_too_late_gets_the_newest_frame_and_still_goes_out(tmp_path, numbered):
+    """A frame loop that stalls (here: the model call, a second on the firing hyperframe) while a
+    paced camera runs on: the centre frame is gone, the newest kept one is used, counted."""
+    model = tmp_path / "bright.onnx"
+    onnx.save(brightness_model(MOTION_SPEC, level=0.645), model)
+    cfg = RunConfig(cameras=(str(numbered),), model=model, snapshots=SnapshotOptions(tmp_path))
+    sink = ListSink()
+    rt = Runtime(cfg, [sink], threading.Event())
+    infer, stalled = rt.backend.infer, threading.Event()
+
+    def stalling(n=None) -> None:
+        infer(n)
+        if rt.batcher.frames[0] == FIRST_HIT + 1 and not stalled.is_set():
+            stalled.set()
+            time.sleep(1.0)  # 25 frames of a 25 fps file go by
+
+    rt.backend.infer = stalling
+    assert rt.run() == 0
+    (ev,) = [e for e in sink.events if e.kind == "start"]
+    assert stalled.is_set() and ev.first == FIRST_HIT and ev.frame == FIRST_HIT + 1
+    assert rt.cameras[0].capture.keep.late == 1
+    shown = frame_number(cv2.imread(str(tmp_path / ev.snapshot)))
+    assert shown >= FIRST_HIT + 20  # a second later, not frame 43

@@ -17,6 +17,7 @@ from edge_hf.errors import UsageError
 from edge_hf.health import RateMeter
 from edge_hf.motion import MotionOptions
 from edge_hf.runtime import RunConfig, Runtime
+from edge_hf.snapshots import SnapshotOptions
 from edge_hf.sources import SourceOptions, open_source
 from edge_hf.spec import Scale
 from tests.allocation import AllocationProbe
@@ -120,14 +121,15 @@ def test_a_confirming_model_that_does_not_fit_is_refused(tmp_path, one_fall, cha
 
 
 def test_two_stage_steady_state_allocates_nothing_per_frame(tmp_path: Path):
-    """Every hop screened and confirmed (screening threshold 0.001): still no per-frame heap.
-    Both models on onnxruntime, as in tests/test_runtime.py's probe (OpenVINO's Python wrapper
-    and its telemetry thread keep objects of their own)."""
+    """Every hop screened and confirmed (screening threshold 0.001), snapshots on (the
+    confirming model's centre frames kept): still no per-frame heap. Both models on
+    onnxruntime, as in tests/test_runtime.py's probe (OpenVINO's Python wrapper and its
+    telemetry thread keep objects of their own)."""
     onnx.save(constant_model(PYRAMID, REJECT), tmp_path / "confirm.onnx")
     probe = AllocationProbe(open_source("synth://walk_left?frames=1600", FAST), (300, 900, 1500))
     cfg = RunConfig(cameras=("x",), model=save_model(tmp_path / "m.onnx"),
                     confirm=tmp_path / "confirm.onnx", screen_thresholds=(("fall", 0.001),),
-                    source_opts=FAST)  # fmt: skip
+                    source_opts=FAST, snapshots=SnapshotOptions(tmp_path / "s"))  # fmt: skip
     tracemalloc.start(1)
     try:
         rt = Runtime(cfg, [ListSink()], threading.Event(), sources=[probe])
@@ -136,6 +138,7 @@ def test_two_stage_steady_state_allocates_nothing_per_frame(tmp_path: Path):
         tracemalloc.stop()
     assert len(probe.snapshots) == 3, "the probe never reached its last frame"
     assert rt.two.screens == rt.latency.count  # the confirming model ran on every hop
+    assert rt.cameras[0].capture.keep.index != [-1] * 13  # 3 + 2 + 8 slots, in use
     diff = probe.snapshots[2].compare_to(probe.snapshots[1], "lineno")
     assert sum(d.size_diff for d in diff) < 2048, "\n".join(str(d) for d in diff[:8])
     assert probe.peak - probe.base < 32_000

@@ -50,11 +50,14 @@ class CvSource:
     def grab(self) -> bool:
         return self._cap is not None and self._cap.grab()
 
-    def retrieve(self) -> np.ndarray | None:
-        ok, frame = self._cap.retrieve(self._frame)
+    def retrieve(self, out: np.ndarray | None = None) -> np.ndarray | None:
+        # OpenCV decodes in place into an array of the right size and type (the same object
+        # comes back), and returns a new one otherwise
+        ok, frame = self._cap.retrieve(self._frame if out is None else out)
         if not ok or frame is None:
             return None
-        self._frame = frame  # decoded in place from now on (same size and type)
+        if out is None:
+            self._frame = frame  # decoded in place from now on (same size and type)
         return frame
 
     def release(self) -> None:

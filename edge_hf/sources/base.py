@@ -38,8 +38,10 @@ class Source(Protocol):
     def grab(self) -> bool:
         """Advance one frame; False when the source ended or was lost."""
 
-    def retrieve(self) -> np.ndarray:
-        """The grabbed frame, decoded into a buffer the source reuses."""
+    def retrieve(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The grabbed frame, decoded into a buffer the source reuses, or into ``out`` (a frame
+        of the source's size and type: --snapshots' full-resolution ring, edge_hf.fullres); a
+        source that cannot decode into ``out`` returns its own buffer, which the caller copies."""
 
     def release(self) -> None:
         """Free the device or connection; safe to call twice."""

@@ -63,9 +63,11 @@ class SynthSource:
         self._index += 1
         return True
 
-    def retrieve(self) -> np.ndarray:
-        self.scene.render(self._index, self._frame)
-        return self._frame
+    def retrieve(self, out: np.ndarray | None = None) -> np.ndarray:
+        fits = out is not None and out.shape == self._frame.shape and out.dtype == np.uint8
+        frame = out if fits and out.flags.c_contiguous else self._frame
+        self.scene.render(self._index, frame)
+        return frame
 
     def release(self) -> None:
         pass
