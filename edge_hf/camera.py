@@ -100,6 +100,7 @@ class Camera:
             reconnects=s.reconnects,
             connected=s.connected and now - s.last_frame < CONNECTED_WITHIN,
             skipped=(("still", s.still), ("stale", s.stale), ("busy", s.dropped)),
+            snapshots_late=keep.late if (keep := self.capture.keep) is not None else 0,
         )
 
     def latest_frame(self) -> np.ndarray | None:

@@ -60,6 +60,8 @@ class CameraCounters:
     # hyperframes not put through the model, by reason (e.g. "still", "stale", "busy"): for a
     # runtime that skips some; readers export whatever reasons appear
     skipped: tuple[tuple[str, int], ...] = ()
+    # --snapshots: event snapshots whose own frame was gone (the newest kept frame was used)
+    snapshots_late: int = 0
 
 
 # upper bounds (seconds) of the inference latency histogram; one more bucket for the rest

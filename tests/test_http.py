@@ -37,7 +37,7 @@ class FakeRuntime:
 
     def counters(self) -> Counters:
         skipped = (("still", 7), ("busy", 1))
-        cam = CameraCounters("porch", self.frames, 90, 10, 2, self.connected, skipped)
+        cam = CameraCounters("porch", self.frames, 90, 10, 2, self.connected, skipped, 1)
         buckets = (0, 5, 3) + (0,) * (len(LATENCY_BUCKETS) - 2)
         return Counters(time.monotonic(), (cam,), 8, 2.0, 4.0, buckets, 0.02)
 
@@ -93,6 +93,7 @@ def test_metrics_parse_and_count_what_happened(served):
     assert m[("edge_hf_camera_hyperframes_processed_total", cam)] == 90
     assert m[("edge_hf_camera_hyperframes_dropped_total", cam)] == 10
     assert m[("edge_hf_camera_reconnects_total", cam)] == 2
+    assert m[("edge_hf_camera_snapshots_late_total", cam)] == 1
     assert m[("edge_hf_camera_connected", cam)] == 1
     skipped = "edge_hf_camera_hyperframes_skipped_total"
     assert m[(skipped, (("camera", "porch"), ("reason", "still")))] == 7

@@ -4,7 +4,8 @@ snapshot and the other sinks' ``status()``, so that nobody scraping costs nothin
 Names (all prefixed ``edge_hf_``); per camera, label ``camera``:
 
     camera_frames_total, camera_hyperframes_processed_total, camera_hyperframes_dropped_total,
-    camera_reconnects_total, camera_hyperframes_skipped_total{camera,reason} (counters);
+    camera_reconnects_total, camera_hyperframes_skipped_total{camera,reason},
+    camera_snapshots_late_total (snapshots whose own frame was gone) (counters);
     camera_connected (0/1); camera_fps,
     camera_processed_fps (gauges: averages since the previous scrape)
     inference_seconds (histogram), alerts_total{camera,label} (alert starts)
@@ -68,6 +69,11 @@ class Collector:
             "reconnects": CounterMetricFamily(
                 P + "camera_reconnects", "source reopened", labels=["camera"]
             ),
+            "snapshots_late": CounterMetricFamily(
+                P + "camera_snapshots_late",
+                "snapshots that took the newest kept frame: the event's own frame was gone",
+                labels=["camera"],
+            ),
             "connected": GaugeMetricFamily(
                 P + "camera_connected", "1 if a frame arrived recently", labels=["camera"]
             ),
@@ -94,6 +100,7 @@ class Collector:
                 "processed": cam.processed,
                 "dropped": cam.dropped,
                 "reconnects": cam.reconnects,
+                "snapshots_late": cam.snapshots_late,
                 "connected": 1.0 if cam.connected else 0.0,
                 "fps": r.get("fps", 0.0),
                 "processed_fps": r.get("processed_fps", 0.0),
