@@ -10,9 +10,11 @@ clips of one group never straddle train and test), and ``flip.json``: a horizont
 ``walk_left`` into ``walk_right``. Preset ``real`` also writes ``annotations.csv``: where in each
 clip is what (see :func:`annotations`). Preset ``real`` (the default here) has the classes
 ``edge_hf.synth.REAL_CLASSES``: the six actions and ``other`` (the hard negatives and the still
-poses: standing, sitting, lying; its clips take the hard negatives in turn). Its training clips use the training photographs (``models.backgrounds``) and its test clips the
-held-out ones, with seeds the training list never uses. Clips are MJPG at a random JPEG quality
-(30-90) each, so the model sees compression artefacts. Preset ``easy``: the first synthetic world
+poses: standing, sitting, lying; its clips take the hard negatives in turn). Its training
+clips use the training photographs (``models.backgrounds``) and its test clips the held-out
+ones, with seeds the training list never uses. ``--clip-codec mixed`` (the default) writes each
+clip as H.264 at a random bit rate (ffmpeg) or MJPG at a random JPEG quality (30-90), so the
+model sees both kinds of compression artefacts. Preset ``easy``: the first synthetic world
 (six classes, plain backgrounds, MJPG at OpenCV's default quality).
 (b) with ``--streams N``, a second dataset in ``OUT/streams/``: long clips with ``segments.csv``
 (``video,start_frame,end_frame,label``) and ``classes.txt``. ``real``: stories of
@@ -179,12 +181,13 @@ def write_action_dataset(
     preset: str = "easy",
     workers: int = 1,
     mixed: bool = False,
+    codec: str = "mjpeg",
 ) -> int:
     """Write the UCF101-layout dataset of `preset` (``mixed``: with the mixed-speed pair for
-    ``fall``, see ``classes``); returns the number of frames written."""
+    ``fall``, see ``classes``); returns the number of frames written. ``codec`` (real preset):
+    ``mjpeg``, ``h264``, or ``mixed``: each clip one of the two, drawn from its seed."""
     out.mkdir(parents=True, exist_ok=True)
     names = classes(preset, mixed)
-    codec = "mjpeg" if preset == "real" else "mjpeg-default"
     train, test, jobs = [], [], []
     for ci, action in enumerate(names):
         (out / action).mkdir(exist_ok=True)
@@ -203,7 +206,7 @@ def write_action_dataset(
                     fps,
                     preset,
                     pool,
-                    codec,
+                    clip_codec(codec, seed * 100_000 + k) if preset == "real" else "mjpeg-default",
                 )
             )
             (test if is_test else train).append((rel, ci + 1))
@@ -215,6 +218,14 @@ def write_action_dataset(
     (out / "testlist01.txt").write_text("".join(f"{rel}\n" for rel, _ in test))
     (out / "flip.json").write_text(json.dumps(FLIP_MAP, indent=1) + "\n")
     return sum(s[-1][2] + 1 for s in segs)
+
+
+def clip_codec(codec: str, seed: int) -> str:
+    """A clip's codec: ``mixed`` draws H.264 (as the streams and many cameras) or MJPEG from the
+    seed, which the look-alike pair shares: the codec says nothing about the class."""
+    if codec != "mixed":
+        return codec
+    return "h264" if np.random.default_rng([seed, 62]).random() < 0.5 else "mjpeg"
 
 
 def _write_annotations(path: Path, jobs: list[Job], phases: list, names) -> None:
@@ -356,6 +367,13 @@ def _parser() -> argparse.ArgumentParser:
         "--abnormal fall_stay)",
     )
     ap.add_argument(
+        "--clip-codec",
+        choices=("mixed", "mjpeg", "h264"),
+        default="mixed",
+        help="real action clips: mixed (each clip H.264 at a random bit rate through ffmpeg, or "
+        "MJPEG at a random JPEG quality), mjpeg (no ffmpeg needed) or h264 (default: %(default)s)",
+    )
+    ap.add_argument(
         "--stream-codec",
         choices=("h264", "mjpeg"),
         default="h264",
@@ -384,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         n = write_action_dataset(
             args.out, args.clips_per_class, args.size, args.seed, args.fps,
-            preset=args.preset, workers=args.jobs, mixed=args.mixed_speed,
+            preset=args.preset, workers=args.jobs, mixed=args.mixed_speed, codec=args.clip_codec,
         )  # fmt: skip
         t1 = time.perf_counter()
         print(f"wrote {args.out}: {n} frames in {t1 - t0:.1f} s ({_rate(n, t1 - t0)})")

@@ -176,6 +176,17 @@ def test_cli_writes_a_real_dataset_by_default(tmp_path: Path) -> None:
     assert "frames/s" in r.stdout
     assert (tmp_path / "d" / "classInd.txt").read_text().split()[-1] == "other"
     assert (tmp_path / "d" / "streams" / "story_000.avi").is_file()
+    fourcc = {_fourcc(p) for p in (tmp_path / "d").glob("*/v_*.avi")}  # --clip-codec mixed
+    assert fourcc == {"MJPG", "h264"}, fourcc
+    assert {synthdata.clip_codec("mixed", s) for s in range(20)} == {"mjpeg", "h264"}
+    assert synthdata.clip_codec("mjpeg", 3) == "mjpeg"
+
+
+def _fourcc(path: Path) -> str:
+    cap = cv2.VideoCapture(str(path))
+    code = int(cap.get(cv2.CAP_PROP_FOURCC))
+    cap.release()
+    return code.to_bytes(4, "little").decode().strip("\x00")
 
 
 @pytest.mark.parametrize(
