@@ -47,7 +47,7 @@ from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
 from edge_hf.sources import SourceOptions
 from models.data import DataError, read_segments
-from models.events import Options, Stream, events_of, point, recommend, sweep
+from models.events import Options, Stream, events_of, peaks, point, recommend, sweep
 
 GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
 KN = ((1, 1), (2, 3), (2, 2), (3, 5))  # k-of-n drawn in the sweep
@@ -137,6 +137,7 @@ def evaluate(model: Path, root: Path, opts: Options) -> dict:
             "operating": point(streams, column, cls, thr, (opts.k, opts.n), opts),
             "recommended": recommend(here, opts.target),
             "sweep": rows,
+            "events": peaks(streams, column, cls, opts.max_delay),
         }
     return report
 
@@ -260,6 +261,13 @@ def summary(report: dict) -> str:
             )
         if not r["recommended"]["meets_target"]:
             lines.append(f"({cls}: no threshold meets the false-alarm target)")
+        if r["events"]:
+            top = [e["peak"] for e in r["events"]]
+            lines.append(
+                f"({cls}: peak score from an event's start to {report['options']['max_delay']:g} s "
+                f"after its impact: median {np.median(top):.2f}; "
+                f"{sum(p < 0.5 for p in top)} of {len(top)} events never reach 0.5)"
+            )
         for title in ("operating", "recommended"):
             by = r[title]["false_by_label"]
             if by:

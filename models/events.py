@@ -111,6 +111,18 @@ def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list
     ]
 
 
+def peaks(streams: list[Stream], column: int, cls: str, late: float) -> list[dict]:
+    """Each labelled event's peak score: the highest the model gave from its first frame to
+    ``late`` seconds after the impact (what any threshold could have caught in time)."""
+    out = []
+    for s in streams:
+        for first, impact in s.events.get(cls, []):
+            sel = (s.anchors >= first) & (s.anchors <= impact + round(late * s.fps))
+            peak = float(s.probs[sel, column].max()) if sel.any() else 0.0
+            out.append({"stream": s.name, "first": first, "impact": impact, "peak": round(peak, 4)})
+    return out
+
+
 def label_at(labels: tuple[tuple[int, int, str], ...], frame: int) -> str:
     """The label of ``frame`` in the segments, or "unlabelled"."""
     return next((lab for a, b, lab in labels if a <= frame <= b), "unlabelled")

@@ -94,6 +94,10 @@ def test_counts_delays_and_false_alarms_on_a_known_stream(known, tmp_path: Path)
     assert p["delay_median"] == pytest.approx(6 / FPS)
     assert p["false_per_hour"] == pytest.approx(1 / (LENGTH / FPS / 3600))
     assert p["false_by_label"] == {"walk": 1}  # the burst at 800 is in a walk segment
+    # each fall's peak from its first frame to 1 s after the impact: white (~1) but the missed one
+    peaks = [(e["first"], e["peak"] > 0.99) for e in report["classes"]["fall"]["events"]]
+    assert peaks == [(100, True), (400, True), (600, False), (900, False)]  # 945 is > 1 s late
+    assert "2 of 4 events never reach 0.5" in r.stdout
     assert "(fall, operating: false alarms started on walk 1)" in r.stdout
     assert report["hours"] == pytest.approx(LENGTH / FPS / 3600)
     assert (tmp_path / "sweep.png").stat().st_size > 10_000
