@@ -22,7 +22,10 @@ _PARAMS = ("size", "fps", "seed", "frames", "preset")
 
 class SynthSource:
     def __init__(self, url: str, name: str, opts: SourceOptions) -> None:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError as e:  # e.g. an unbalanced '[' where a host would be
+            raise UsageError(f"{url}: {e}; expected synth://NAME[?size=WxH&fps=F...]") from None
         scene_name = parts.netloc or parts.path.lstrip("/")
         q = dict(parse_qsl(parts.query, keep_blank_values=True))
         bad = sorted(set(q) - set(_PARAMS))
