@@ -28,12 +28,21 @@ def mask_url(text: str) -> str:
 
 
 def _mask_one(url: str) -> str:
+    """Both readings' secrets are hidden at once (their spans merged), so that neither can
+    uncover the other's: in ``rtsp://cam:554?password=@x`` the last '@' is inside a query value."""
     scheme, _, rest = url.partition("://")
-    userinfo, at, tail = rest.rpartition("@")
+    spans = [(m.start("value"), m.end("value")) for m in _SECRET_PARAM.finditer(rest)]
+    userinfo, at, _ = rest.rpartition("@")
     if at and ":" in userinfo:
-        user = userinfo.split(":", 1)[0]
-        rest = f"{user}:***@{tail}"
-    return f"{scheme}://" + _SECRET_PARAM.sub(r"\g<key>***", rest)
+        spans.append((userinfo.index(":") + 1, len(userinfo)))
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        if out and start <= pos:  # overlaps or touches the previous span: extend it
+            pos = max(pos, end)
+            continue
+        out += [rest[pos:start], "***"]
+        pos = end
+    return f"{scheme}://" + "".join(out) + rest[pos:]
 
 
 def printable(text: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from edge_hf.redact import mask_url, printable
@@ -62,6 +62,9 @@ def test_a_masked_url_never_contains_its_password(scheme, user, password, host, 
     host=HOST,
     path=PATH,
 )
+# found by hypothesis: the last '@' was in the query value, and the userinfo reading swallowed
+# the parameter's name, leaving the value's tail for the query reading to miss
+@example(key="password", value="@000", host="0:0", path="")
 def test_a_masked_url_never_contains_a_secret_query_value(key, value, host, path):
     url = f"rtsp://{host}{path}?user=admin&{key}={value}&channel=1"
     assume(value not in url.replace(f"={value}&", "=&"))
