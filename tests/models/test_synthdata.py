@@ -16,7 +16,7 @@ import cv2
 import pytest
 
 from edge_hf import synth
-from models import backgrounds, data, synthdata
+from models import backgrounds, data, synthdata, synthlabels
 from tests.conftest import ROOT, run_module
 
 SIZE = (48, 64)
@@ -94,7 +94,7 @@ def test_real_dataset_layout_split_and_pools(real_actions) -> None:
 def _scene_of(rel: str) -> str:
     name, group, clip = re.fullmatch(r"(\w+)/v_\w+_g(\d+)_c(\d+)\.avi", rel).groups()
     k = (int(group) - 1) * synthdata.CLIPS_PER_GROUP + int(clip) - 1
-    return synthdata.scene_of(name, k, "real")
+    return synthlabels.scene_of(name, k, "real")
 
 
 def test_real_clips_say_where_their_action_is(real_actions) -> None:
@@ -115,7 +115,7 @@ def test_real_clips_say_where_their_action_is(real_actions) -> None:
             if phase == "walk":
                 want = (
                     ds.classes.index(d)
-                    if (d := synthdata.walk_direction(scene, start, end)) != "walk"
+                    if (d := synthlabels.walk_direction(scene, start, end)) != "walk"
                     else -1
                 )
                 dx = scene.pose(end).x - scene.pose(start).x
@@ -125,7 +125,7 @@ def test_real_clips_say_where_their_action_is(real_actions) -> None:
             elif phase in ds.classes:
                 assert got == {ds.classes.index(phase)}, (rel, phase)
             else:
-                assert phase in (*synthdata.STILL, *synth.HARD_NEGATIVES), (rel, phase)
+                assert phase in (*synthlabels.STILL, *synth.HARD_NEGATIVES), (rel, phase)
                 assert got == {other}, (rel, phase)
                 kinds.add(phase)
         if name == "fall":
@@ -133,15 +133,6 @@ def test_real_clips_say_where_their_action_is(real_actions) -> None:
             assert v.labels.index(other, v.labels.index(fall)) > v.labels.index(fall)
     assert {ds.classes.index("walk_left"), ds.classes.index("walk_right")} <= walks
     assert set(synth.HARD_NEGATIVES[:4]) <= kinds  # other's 4 clips take them in turn
-
-
-def test_walk_direction_follows_the_figure() -> None:
-    left, right = (synth.make_scene(n, seed=2, size=SIZE, preset="real")
-                   for n in ("walk_left", "walk_right"))  # fmt: skip
-    assert synthdata.walk_direction(left, 0, left.length - 1) == "walk_left"
-    assert synthdata.walk_direction(right, 0, right.length - 1) == "walk_right"
-    hold = synth.make_scene("hold", seed=2, size=SIZE, preset="real")
-    assert synthdata.walk_direction(hold, 0, hold.length - 1) == "walk"  # standing: no direction
 
 
 def test_stream_story_segments_match_the_videos(tmp_path: Path) -> None:
@@ -178,8 +169,6 @@ def test_cli_writes_a_real_dataset_by_default(tmp_path: Path) -> None:
     assert (tmp_path / "d" / "streams" / "story_000.avi").is_file()
     fourcc = {_fourcc(p) for p in (tmp_path / "d").glob("*/v_*.avi")}  # --clip-codec mixed
     assert fourcc == {"MJPG", "h264"}, fourcc
-    assert {synthdata.clip_codec("mixed", s) for s in range(20)} == {"mjpeg", "h264"}
-    assert synthdata.clip_codec("mjpeg", 3) == "mjpeg"
 
 
 def _fourcc(path: Path) -> str:
