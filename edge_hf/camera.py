@@ -103,6 +103,20 @@ class Camera:
             snapshots_late=keep.late if (keep := self.capture.keep) is not None else 0,
         )
 
+    def summary(self) -> list[str]:
+        """What this camera did, for the run's last log lines."""
+        s, late = self.stats, self.counters().snapshots_late
+        lines = [
+            f"camera {self.name}: {s.grabbed} frames, {s.decoded} decoded, "
+            f"{s.published + s.still} hyperframes, {self.processed} processed, skipped: "
+            f"{s.still} still, {s.stale} stale, {s.dropped} busy; {s.reconnects} reconnects"
+        ]
+        if late:
+            lines.append(
+                f"camera {self.name}: {late} snapshot(s) of a newer frame (theirs was gone)"
+            )
+        return lines
+
     def latest_frame(self) -> np.ndarray | None:
         """A copy of the newest decoded frame at full resolution (None before the first); with
         --snapshots the newest kept one (a centre frame: at most a hop and the lag older)."""

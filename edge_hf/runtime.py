@@ -344,23 +344,8 @@ class Runtime:
 
     def _summary(self) -> None:
         for c in self.cameras:
-            s = c.stats
-            log.info(
-                "camera %s: %d frames, %d decoded, %d hyperframes, %d processed, skipped: "
-                "%d still, %d stale, %d busy; %d reconnects",
-                c.name,
-                s.grabbed,
-                s.decoded,
-                s.published + s.still,
-                c.processed,
-                s.still,
-                s.stale,
-                s.dropped,
-                s.reconnects,
-            )
-            if c.capture.keep is not None and c.capture.keep.late:
-                log.info("camera %s: %d snapshot(s) of a newer frame (theirs was gone)",
-                         c.name, c.capture.keep.late)  # fmt: skip
+            for line in c.summary():
+                log.info("%s", line)
         log.info(
             "inference: %d hyperframes in %d calls, p50 %.2f ms, p95 %.2f ms per call",
             self.latency.count,
