@@ -2,7 +2,7 @@
 
     python -m export runs/NAME/best.pt --formats onnx,openvino,openvino-int8 \\
         [--calib DATASET] [--out DIR] [--force] [--fp16] [--max-drop X] [--threshold CLASS=P]
-        [--subset-size N] [--preset mixed|performance] [--ranges minmax|mean-minmax]
+        [--subset-size N] [--preset mixed|performance] [--ranges minmax|mean-minmax|quantile]
 
 Writes DIR (default: ``export/`` beside the checkpoint) with the model files, ``report.json``
 and ``MODEL_CARD.md``, all or nothing. Errors are one line on stderr with an exit code:
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=["mixed", "performance"], help="openvino-int8 (mixed)")
     p.add_argument(
         "--ranges",
-        choices=["minmax", "mean-minmax"],
+        choices=["minmax", "mean-minmax", "quantile"],
         help="openvino-int8: activation ranges over the calibration set (minmax; see README)",
     )
     p.add_argument(

@@ -59,3 +59,33 @@ def test_calibration_spreads_from_still_to_fast():
     # the stillest and the fastest windows are both in (2 of 96 windows move: a random 5 would
     # miss them nine times in ten)
     assert len(cal) == 5 and moves[0] == 0 and moves[-1] > 100
+
+
+def _two_convs() -> ov.Model:
+    import openvino.opset13 as ops
+
+    rng = np.random.default_rng(0)
+    x = ops.parameter([1, 3, 32, 32], np.float32, name="x")
+    w1 = ops.constant(rng.normal(size=(4, 3, 1, 1)).astype(np.float32))
+    w2 = ops.constant(rng.normal(size=(2, 4, 1, 1)).astype(np.float32))
+    conv = ops.convolution(ops.relu(x), w1, [1, 1], [0, 0], [0, 0], [1, 1])
+    out = ops.convolution(conv, w2, [1, 1], [0, 0], [0, 0], [1, 1])
+    return ov.Model([out], [x])
+
+
+@pytest.mark.parametrize(("ranges", "widest"), [("minmax", 100.0), ("quantile", 1.0)])
+def test_a_rare_extreme_value_sets_the_minmax_range_but_not_the_quantile_one(ranges, widest):
+    from export.data import EvalData, Hyperframes
+    from export.quantize import quantize
+
+    x = np.random.default_rng(1).uniform(0, 1, (40, 3, 32, 32)).astype(np.float32)
+    x[7, 0, 3, 3] = 100.0  # one value in 122880: a flash on one pixel of one hyperframe
+    h = Hyperframes(x, np.zeros(40, int), np.arange(40))
+    data = EvalData(None, h, h, h, False, (40, 40))
+    q = quantize(_two_convs(), data, QuantOptions(ranges=ranges, keep_float=()))
+    highs = [
+        float(op.input_value(2).get_node().get_data().max())
+        for op in q.get_ordered_ops()
+        if op.get_type_name() == "FakeQuantize" and op.input_value(0).get_partial_shape()[1] == 3
+    ]
+    assert highs and max(highs) == pytest.approx(widest, abs=0.01)
