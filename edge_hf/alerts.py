@@ -127,6 +127,10 @@ class AlertLogic:
                 self._active[c] = Event(**{**active.__dict__, "peak": score})
         return events
 
+    def holding(self, c: int, frame: int) -> bool:
+        """Whether class ``c`` can start no alert at ``frame``: one is on, or its cooldown runs."""
+        return self._active[c] is not None or frame < self._quiet_until[c]
+
     def _first_hit(self, c: int) -> int:
         """The `frame` of class ``c``'s oldest hit among the last n hyperframes (at a start)."""
         n = self.policy.n

@@ -47,7 +47,7 @@ from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
 from edge_hf.sources import SourceOptions
 from models.data import DataError, read_segments
-from models.events import Options, Stream, events_of, peaks, point, recommend, sweep
+from models.events import Options, Stream, events_of, misses, peaks, point, recommend, sweep
 
 GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
 KN = ((1, 1), (2, 3), (2, 2), (3, 5))  # k-of-n drawn in the sweep
@@ -133,9 +133,14 @@ def evaluate(model: Path, root: Path, opts: Options) -> dict:
         kns = KN if (opts.k, opts.n) in KN else (*KN, (opts.k, opts.n))
         rows = [r for kn in kns for r in sweep(streams, column, cls, GRID, kn, opts)]
         here = [r for r in rows if (r["k"], r["n"]) == (opts.k, opts.n)]
+        chosen = {"operating": point(streams, column, cls, thr, (opts.k, opts.n), opts),
+                  "recommended": recommend(here, opts.target)}  # fmt: skip
+        for r in chosen.values():
+            r["missed_because"] = misses(
+                streams, column, cls, r["threshold"], (r["k"], r["n"]), opts
+            )
         report["classes"][cls] = {
-            "operating": point(streams, column, cls, thr, (opts.k, opts.n), opts),
-            "recommended": recommend(here, opts.target),
+            **chosen,
             "sweep": rows,
             "events": peaks(streams, column, cls, opts.max_delay),
         }
@@ -269,6 +274,10 @@ def summary(report: dict) -> str:
                 f"{sum(p < 0.5 for p in top)} of {len(top)} events never reach 0.5)"
             )
         for title in ("operating", "recommended"):
+            why = {k: v for k, v in r[title].get("missed_because", {}).items() if v}
+            if why:
+                shown = ", ".join(f"{reason} {n}" for reason, n in why.items())
+                lines.append(f"({cls}, {title}: not caught in time: {shown})")
             by = r[title]["false_by_label"]
             if by:
                 shown = ", ".join(f"{label} {n}" for label, n in by.items())

@@ -72,20 +72,61 @@ def starts(s: Stream, column: int, thresholds, k: int, n: int, cooldown: float) 
     return out
 
 
-def match(alerts: list[int], events: list[tuple[int, int]], fps: float, late: float):
-    """(delays in seconds of the caught events, the frames where false alarms started)."""
-    delays, false, taken = [], [], set()
+def assign(alerts: list[int], events: list[tuple[int, int]], fps: float, late: float):
+    """({event index: the alert start that caught it}, the frames where false alarms started):
+    each start catches the first uncaught event it falls in (first frame to ``late`` s after)."""
+    caught: dict[int, int] = {}
+    false: list[int] = []
     for f in alerts:
         hit = next(
-            (j for j, (a, b) in enumerate(events) if j not in taken and a <= f <= b + late * fps),
+            (j for j, (a, b) in enumerate(events) if j not in caught and a <= f <= b + late * fps),
             None,
         )
         if hit is None:
             false.append(f)
         else:
-            taken.add(hit)
-            delays.append((f - events[hit][1]) / fps)
-    return delays, false
+            caught[hit] = f
+    return caught, false
+
+
+def match(alerts: list[int], events: list[tuple[int, int]], fps: float, late: float):
+    """(delays in seconds of the caught events, the frames where false alarms started)."""
+    caught, false = assign(alerts, events, fps, late)
+    return [(f - events[j][1]) / fps for j, f in caught.items()], false
+
+
+MISSES = ("score below the threshold", "held by an earlier alert or its cooldown",
+          "not k of n in time", "caught late")  # fmt: skip
+
+
+def misses(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Options) -> dict:
+    """Why each event not caught in time was missed (keys: MISSES), replaying the runtime's
+    AlertLogic at one operating point: its score never reached ``thr`` before the deadline; it
+    did, but an alert (a false alarm, an earlier event) was on or cooling down; it did, but not
+    on k of n hyperframes; or an alert started after the deadline."""
+    out = dict.fromkeys(MISSES, 0)
+    policy = AlertPolicy((("t", thr),), kn[0], kn[1], opts.cooldown)
+    for s in streams:
+        logic, held, alerts = AlertLogic(s.name, ("t",), policy, s.fps), [], []
+        score = np.empty(1, np.float32)
+        for frame, p in zip(s.anchors.tolist(), s.probs[:, column].tolist(), strict=True):
+            held.append(logic.holding(0, frame))
+            score[0] = p
+            alerts += [frame for ev in logic.update(score, frame, 0.0) if ev.kind == "start"]
+        caught, _ = assign(alerts, s.events[cls], s.fps, opts.match)
+        deadline = round(opts.max_delay * s.fps)
+        for j, (first, impact) in enumerate(s.events[cls]):
+            if j in caught and caught[j] <= impact + deadline:
+                continue
+            sel = (s.anchors >= first) & (s.anchors <= impact + deadline)
+            over = sel & (s.probs[:, column] >= thr)
+            if j in caught:
+                out[MISSES[3]] += 1
+            elif not over.any():
+                out[MISSES[0]] += 1
+            else:
+                out[MISSES[1 if np.asarray(held)[over].any() else 2]] += 1
+    return out
 
 
 def point(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Options) -> dict:

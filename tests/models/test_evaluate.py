@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edge_hf.spec import HyperframeSpec, write_onnx_spec
-from models.events import label_at, recommend
+from models.events import MISSES, Options, Stream, label_at, misses, recommend
 from tests.conftest import run_module
 
 SPEC = HyperframeSpec(
@@ -170,3 +170,20 @@ def test_two_stage_evaluation_counts_what_the_confirming_model_lets_through(know
         assert stages["screened"] == sum(b - a + 1 for a, b in WHITE)  # the white frames
         assert "screened" in r.stdout.splitlines()[0]
     assert points == {"self": (3, 2, 1), "reject": (0, 0, 0)}
+
+
+def test_each_missed_fall_is_told_why():
+    """Five falls at 25 fps, 2-of-3, cooldown 10 s: one never scores; one scores on one
+    hyperframe in three; one comes 4 s after a false alarm (cooldown); one is caught 1.6 s
+    after its impact; one is caught in time (not a miss)."""
+    p = np.zeros(2000, np.float32)
+    p[[200, 203, 206, 209]] = 1.0  # the fall at 200: isolated hits, never 2 of 3
+    p[500:506] = 1.0  # a false alarm; its cooldown runs to about frame 757
+    p[600:611] = 1.0  # the fall at 600 scores, but inside that cooldown
+    p[1050:1061] = 1.0  # the fall at 1000 (impact 1010): caught 1.6 s late
+    p[1505:1511] = 1.0  # the fall at 1500: in time
+    falls = [(100, 110), (200, 210), (600, 610), (1000, 1010), (1500, 1510)]
+    s = Stream("s", 25.0, 2000, np.arange(2000), np.stack([1 - p, p], 1), {"fall": falls})
+    why = misses([s], 1, "fall", 0.5, (2, 3), Options(cooldown=10.0))
+    assert why == dict(zip(MISSES, (1, 1, 1, 1), strict=True))
+    assert misses([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0))[MISSES[1]] == 0
