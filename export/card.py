@@ -149,7 +149,17 @@ def metrics_table(r: dict) -> list[str]:
             f"{-d['window_top1'] * 100:+.1f} points; it picks the trained model's class on "
             f"{int8['agree_with_torch'] * 100:.1f} % of test hyperframes.",
         ]
+        if max(d["top1"], d["window_top1"]) > LOSS_LIMIT:
+            lines.append(INT8_ADVICE)
     return lines
+
+
+LOSS_LIMIT = 0.01  # one point of top-1, per video or per window
+INT8_ADVICE = (
+    "More than 1 point lost: deploy model.xml (FP32) instead, or export again with --ranges "
+    "quantile or --max-drop 0.01 and check that the falls are still caught (python -m "
+    "models.evaluate MODEL STREAMS, python -m export.demo_check MODEL)."
+)
 
 
 def adapter_lines(r: dict) -> list[str]:

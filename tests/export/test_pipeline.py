@@ -172,3 +172,14 @@ def test_fp16_weights_halve_the_ir_within_their_own_tolerance(tiny_ckpt: Path, t
     ]
     assert "OpenVINO, FP16 weights" in (out / "MODEL_CARD.md").read_text()
     assert load_backend(out / "model.xml").spec == load_checkpoint(tiny_ckpt).spec
+
+
+@pytest.mark.parametrize(("top1", "window", "advised"), [(0.0, 0.01, False), (0.0, 0.03, True)])
+def test_an_int8_loss_over_a_point_says_what_to_deploy(report: dict, top1, window, advised):
+    import copy
+
+    from export.card import INT8_ADVICE, metrics_table
+
+    r = copy.deepcopy(report)
+    r["formats"]["openvino-int8"]["drop"].update(top1=top1, window_top1=window)
+    assert (INT8_ADVICE in metrics_table(r)) == advised
