@@ -116,6 +116,14 @@ def card_lines(r: dict) -> list[str]:
     return lines
 
 
+LOSS_LIMIT = 0.01  # one point of top-1, per video or per window
+INT8_ADVICE = (
+    "More than 1 point lost: deploy model.xml (FP32) instead, or export again with --ranges "
+    "quantile or --max-drop 0.01 and check that the falls are still caught (python -m "
+    "models.evaluate MODEL STREAMS, python -m export.demo_check MODEL)."
+)
+
+
 def metrics_table(r: dict) -> list[str]:
     over = r["data"]["accuracy_over"].split(" ")[0]
     lines = [
@@ -152,14 +160,6 @@ def metrics_table(r: dict) -> list[str]:
         if max(d["top1"], d["window_top1"]) > LOSS_LIMIT:
             lines.append(INT8_ADVICE)
     return lines
-
-
-LOSS_LIMIT = 0.01  # one point of top-1, per video or per window
-INT8_ADVICE = (
-    "More than 1 point lost: deploy model.xml (FP32) instead, or export again with --ranges "
-    "quantile or --max-drop 0.01 and check that the falls are still caught (python -m "
-    "models.evaluate MODEL STREAMS, python -m export.demo_check MODEL)."
-)
 
 
 def adapter_lines(r: dict) -> list[str]:

@@ -55,16 +55,23 @@ def events_of(labels: list[tuple[int, int, str]], cls: str) -> list[tuple[int, i
     return out
 
 
-def starts(s: Stream, column: int, thresholds, k: int, n: int, cooldown: float) -> list[list[int]]:
+def starts(
+    s: Stream, column: int, thresholds, k: int, n: int, cooldown: float, held=None
+) -> list[list[int]]:
     """Alert start frames for each threshold, from the runtime's own AlertLogic: one logic with
-    one pseudo-class per threshold, each fed the same score."""
+    one pseudo-class per threshold, each fed the same score. ``held`` (a bool array [thresholds,
+    hyperframes]), when given, records where each could start no alert (``AlertLogic.holding``)."""
     names = tuple(f"t{i}" for i in range(len(thresholds)))
     policy = AlertPolicy(tuple(zip(names, thresholds, strict=True)), k, n, cooldown)
     logic = AlertLogic(s.name, names, policy, s.fps)
     out: list[list[int]] = [[] for _ in thresholds]
     index = {name: i for i, name in enumerate(names)}
     tiled = np.empty(len(names), np.float32)
-    for frame, p in zip(s.anchors.tolist(), s.probs[:, column].tolist(), strict=True):
+    for m, (frame, p) in enumerate(
+        zip(s.anchors.tolist(), s.probs[:, column].tolist(), strict=True)
+    ):
+        if held is not None:
+            held[:, m] = [logic.holding(c, frame) for c in range(len(names))]
         tiled.fill(p)
         for ev in logic.update(tiled, frame, 0.0):
             if ev.kind == "start":
@@ -105,14 +112,9 @@ def misses(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: O
     did, but an alert (a false alarm, an earlier event) was on or cooling down; it did, but not
     on k of n hyperframes; or an alert started after the deadline."""
     out = dict.fromkeys(MISSES, 0)
-    policy = AlertPolicy((("t", thr),), kn[0], kn[1], opts.cooldown)
     for s in streams:
-        logic, held, alerts = AlertLogic(s.name, ("t",), policy, s.fps), [], []
-        score = np.empty(1, np.float32)
-        for frame, p in zip(s.anchors.tolist(), s.probs[:, column].tolist(), strict=True):
-            held.append(logic.holding(0, frame))
-            score[0] = p
-            alerts += [frame for ev in logic.update(score, frame, 0.0) if ev.kind == "start"]
+        held = np.zeros((1, len(s.anchors)), bool)
+        (alerts,) = starts(s, column, (thr,), kn[0], kn[1], opts.cooldown, held)
         caught, _ = assign(alerts, s.events[cls], s.fps, opts.match)
         deadline = round(opts.max_delay * s.fps)
         for j, (first, impact) in enumerate(s.events[cls]):
@@ -125,7 +127,7 @@ def misses(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: O
             elif not over.any():
                 out[MISSES[0]] += 1
             else:
-                out[MISSES[1 if np.asarray(held)[over].any() else 2]] += 1
+                out[MISSES[1 if held[0, over].any() else 2]] += 1
     return out
 
 
