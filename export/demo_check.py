@@ -2,8 +2,10 @@
 ``synth://demo`` stories (several seeds), its alert starts matched against the story's labels.
 
     python -m export.demo_check [MODEL] [--seeds 8] [--frames 1806] [--cooldown 1] [--threshold fall=P]
+        [--preset easy|real]
 
-MODEL defaults to the embedded demo model. A start counts as a hit when it falls within a fall
+MODEL defaults to the embedded demo model; ``--preset real`` draws the stories on the realistic
+scenes (procedural backgrounds, distractors), as ``make demo`` shows them. A start counts as a hit when it falls within a fall
 segment or the 6 frames after it (the model sees a fall once it has happened); any other start
 is a false alert, reported with the story label it fell on. The cooldown defaults to 1 s so that
 each fall can be seen (the runtime's own default, 10 s, merges falls that come close together).
@@ -50,10 +52,12 @@ class Tally:
     false: list[tuple[int, int, str]] = field(default_factory=list)  # (seed, frame, label)
 
 
-def check(model: Path, seeds: int, frames: int, cooldown: float, thresholds) -> Tally:
+def check(
+    model: Path, seeds: int, frames: int, cooldown: float, thresholds, preset: str = "easy"
+) -> Tally:
     tally = Tally()
     for seed in range(seeds):
-        url = f"synth://demo?frames={frames}&seed={seed}"
+        url = f"synth://demo?frames={frames}&seed={seed}&preset={preset}"
         sink = _Starts()
         cfg = RunConfig(
             cameras=(url,),
@@ -63,7 +67,7 @@ def check(model: Path, seeds: int, frames: int, cooldown: float, thresholds) -> 
             source_opts=SourceOptions(fast=True),
         )
         Runtime(cfg, [sink], threading.Event()).run()
-        scene = synth.make_scene("demo", seed=seed, size=(360, 640))
+        scene = synth.make_scene("demo", seed=seed, size=(360, 640), preset=preset)
         labels = [scene.label_at(i) for i in range(frames)]
         falls = [(a, b) for a, b, lab in _segments(labels) if lab == "fall" and b + LATE < frames]
         tally.falls += len(falls)
@@ -96,9 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frames", type=int, default=1806)
     ap.add_argument("--cooldown", type=float, default=1.0)
     ap.add_argument("--threshold", type=_threshold, action="append", default=[])
+    ap.add_argument("--preset", choices=synth.PRESETS, default="easy")
     args = ap.parse_args(argv)
     try:
-        t = check(args.model, args.seeds, args.frames, args.cooldown, args.threshold)
+        t = check(args.model, args.seeds, args.frames, args.cooldown, args.threshold, args.preset)
     except EdgeHFError as e:
         print(f"demo_check: error: {e}", file=sys.stderr)
         return e.exit_code

@@ -64,3 +64,13 @@ def test_it_alerts_on_the_falls_of_the_demo_story_and_nowhere_else(name):
     # seed 0 is the story `make demo` shows: a lie-down, two falls, get-ups, walks
     tally = check(DEMO / name, seeds=1, frames=903, cooldown=1.0, thresholds=[])
     assert tally.falls == 2 and tally.hits == 2 and tally.false == []
+
+
+def test_the_check_draws_the_stories_of_the_preset_it_is_given():
+    # seed 0's first 400 frames: the realistic story has its first fall at frame 335, the easy
+    # one at 408 (the story's labels follow --preset, as the runtime's source does)
+    real = check(
+        DEMO / "model.onnx", seeds=1, frames=400, cooldown=1.0, thresholds=[], preset="real"
+    )
+    easy = check(DEMO / "model.onnx", seeds=1, frames=400, cooldown=1.0, thresholds=[])
+    assert (real.falls, easy.falls) == (1, 0)
