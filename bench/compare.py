@@ -16,8 +16,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench.twostage import FRAMES, once
-from edge_hf import synth
+from bench.twostage import demo_story, once
 from edge_hf.backends import load_backend
 
 
@@ -28,11 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        video = args.video
-        if video is None:
-            video = Path(tmp) / "story.avi"
-            synth.write_clip(video, synth.make_scene("demo", seed=0, size=(180, 320)), FRAMES,
-                             fourcc="MJPG")  # fmt: skip
+        video = args.video or demo_story(Path(tmp))
         got: dict[Path, list[dict]] = {m: [] for m in args.models}
         for _ in range(args.rounds):
             for m in args.models:

@@ -45,6 +45,15 @@ def pyramid_onnx(screen: Path, out: Path) -> Path:
     return out
 
 
+def demo_story(folder: Path) -> Path:
+    """The synthetic demo story, 60 s at 320x180, as an MJPG file in ``folder``."""
+    video = folder / "story.avi"
+    synth.write_clip(
+        video, synth.make_scene("demo", seed=0, size=(180, 320)), FRAMES, fourcc="MJPG"
+    )
+    return video
+
+
 def once(screen: Path, confirm: Path | None, video: Path, screen_thr: float | None) -> dict:
     cfg = RunConfig(cameras=(str(video),), model=screen, confirm=confirm,
                     screen_thresholds=(("fall", screen_thr),) if screen_thr else (),
@@ -70,11 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         confirm = args.confirm or pyramid_onnx(args.screen, Path(tmp) / "pyramid.onnx")
-        video = args.video
-        if video is None:
-            video = Path(tmp) / "story.avi"
-            scene = synth.make_scene("demo", seed=0, size=(180, 320))
-            synth.write_clip(video, scene, FRAMES, fourcc="MJPG")
+        video = args.video or demo_story(Path(tmp))
         runs = {"screen alone": (None, None), "two-stage, nothing screened": (confirm, 1.0),
                 "two-stage": (confirm, None),
                 "two-stage, every hop confirmed": (confirm, 0.001)}  # fmt: skip
