@@ -96,12 +96,36 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m export.demo_check", description=__doc__.split("\n")[0]
     )
-    ap.add_argument("model", type=Path, nargs="?", default=DEMO_MODEL)
-    ap.add_argument("--seeds", type=int, default=8)
-    ap.add_argument("--frames", type=int, default=1806)
-    ap.add_argument("--cooldown", type=float, default=1.0)
-    ap.add_argument("--threshold", type=_threshold, action="append", default=[])
-    ap.add_argument("--preset", choices=synth.PRESETS, default="easy")
+    ap.add_argument(
+        "model",
+        type=Path,
+        nargs="?",
+        default=DEMO_MODEL,
+        help="exported model (.onnx or .xml; default: the embedded demo model)",
+    )
+    ap.add_argument("--seeds", type=int, default=8, help="stories, seeds 0..N-1 (default: 8)")
+    ap.add_argument(
+        "--frames", type=int, default=1806, help="frames of each story (default: 1806, 72 s)"
+    )
+    ap.add_argument(
+        "--cooldown",
+        type=float,
+        default=1.0,
+        help="seconds after an alert before the next may start (default: 1)",
+    )
+    ap.add_argument(
+        "--threshold",
+        type=_threshold,
+        action="append",
+        default=[],
+        help="CLASS=P, the alert threshold of a class (default: the model's own)",
+    )
+    ap.add_argument(
+        "--preset",
+        choices=synth.PRESETS,
+        default="easy",
+        help="easy: the plain demo scenes; real: the realistic ones (default: easy)",
+    )
     args = ap.parse_args(argv)
     try:
         t = check(args.model, args.seeds, args.frames, args.cooldown, args.threshold, args.preset)
