@@ -301,6 +301,8 @@ class Capture(threading.Thread):
                     # video time, as the cooldown's: a --fast file gates as it would live
                     if gate is None or gate.admit(i, st.grabbed / src.fps):
                         box.put(i, st.grabbed - 1)
+                        if box.block:  # time spent waiting for inference is not the source's
+                            last = time.monotonic()
                     else:
                         st.still += 1
             i += 1
@@ -310,6 +312,6 @@ class Capture(threading.Thread):
 _OUTCOMES = {
     "ended": "stream lost",
     "nothing": "opened but delivered no frame",
-    "stalled": "no frame for more than {t:.0f} s (stall)",
+    "stalled": "no frame for more than {t:g} s (stall)",
     "undecodable": "a frame could not be decoded",
 }

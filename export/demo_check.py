@@ -67,7 +67,11 @@ def check(
             cooldown=cooldown,
             source_opts=SourceOptions(fast=True),
         )
-        Runtime(cfg, [sink], threading.Event()).run()
+        run = Runtime(cfg, [sink], threading.Event())
+        run.run()
+        for cam in run.cameras:
+            if cam.capture.error:  # a story cut short would count its missing falls as missed
+                raise cam.capture.error
         scene = synth.make_scene("demo", seed=seed, size=(360, 640), preset=preset)
         labels = [scene.label_at(i) for i in range(frames)]
         falls = [(a, b) for a, b, lab in _segments(labels) if lab == "fall" and b + LATE < frames]

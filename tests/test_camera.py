@@ -29,13 +29,15 @@ def _clip(path: Path, fps: float, frames: int) -> Path:
     return path
 
 
-def _camera(source, hz: float | None, stop: threading.Event) -> Camera:
+def _camera(
+    source, hz: float | None, stop: threading.Event, capture: CapturePolicy | None = None
+) -> Camera:
     plan = CameraPlan(
         every=1,
         hz=hz,
         policy=AlertPolicy((("fall", 0.8),), cooldown=4.0),
         motion=MotionOptions(),
-        capture=CapturePolicy(),
+        capture=capture or CapturePolicy(),
         block=True,
     )
     return Camera(source, MOTION_SPEC, plan, threading.Condition(), stop, Heartbeat("c"))
@@ -59,3 +61,26 @@ def test_a_camera_opened_late_is_retimed_to_its_real_fps(tmp_path: Path):
     c = cam.counters()
     assert c.name == "ten" and c.grabbed == 30
     assert dict(c.skipped) == {"still": 0, "stale": 0, "busy": 0}
+
+
+def test_a_fast_file_waiting_for_a_slow_model_is_not_a_stall(tmp_path: Path):
+    """--fast: the capture waits for inference to take each hyperframe. A model slower than
+    the stall timeout (a loaded box, a big model) keeps it waiting; that is not the file
+    stalling, and every frame must still be read."""
+    clip = _clip(tmp_path / "clip.avi", 25.0, 12)
+    stop = threading.Event()
+    policy = CapturePolicy(stall_timeout=0.2)
+    cam = _camera(FileSource(str(clip), "clip", SourceOptions(fast=True)), None, stop, policy)
+    cam.capture.start()
+    taken = 0
+    while not cam.capture.done.wait(0.3):  # each take comes later than the stall timeout
+        with cam.mailbox.cond:
+            taken += cam.mailbox.fresh
+            cam.mailbox.fresh = False
+            cam.mailbox.cond.notify_all()
+    cam.capture.join(5)
+    with cam.mailbox.cond:
+        taken += cam.mailbox.fresh  # the last one, put as the file ended
+    st = cam.capture.stats
+    assert cam.capture.error is None and st.failures == 0
+    assert st.grabbed == 12 and st.published == taken > 1 and st.dropped == 0

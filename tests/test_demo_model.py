@@ -74,3 +74,19 @@ def test_the_check_draws_the_stories_of_the_preset_it_is_given():
     )
     easy = check(DEMO / "model.onnx", seeds=1, frames=400, cooldown=1.0, thresholds=[])
     assert (real.falls, easy.falls) == (1, 0)
+
+
+def test_a_story_cut_short_is_an_error_not_missed_falls(monkeypatch):
+    """A frame that cannot be drawn ends the story early (faked: a synthetic frame cannot
+    fail); the falls after it were never shown, so the check must fail, not count them."""
+    from edge_hf.errors import SourceError
+    from edge_hf.sources.synth import SynthSource
+
+    draw = SynthSource.retrieve
+    monkeypatch.setattr(
+        SynthSource,
+        "retrieve",
+        lambda self, out=None: None if self._index >= 500 else draw(self, out),
+    )
+    with pytest.raises(SourceError, match="a frame could not be decoded"):
+        check(DEMO / "model.onnx", seeds=1, frames=903, cooldown=1.0, thresholds=[])
