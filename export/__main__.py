@@ -75,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="openvino-int8: activation ranges over the calibration set (minmax; see README)",
     )
     p.add_argument(
+        "--overflow-fix",
+        choices=["enable", "first_layer_only", "disable"],
+        help="openvino-int8: 7-bit weights where CPUs without VNNI would saturate (see README)",
+    )
+    p.add_argument(
         "--keep-float",
         help="openvino-int8: leave layer groups in float, comma-separated from stem, se, head; "
         "none: quantize every layer (default: se,head)",
@@ -104,6 +109,7 @@ def options(argv: list[str]):
         "--preset": args.preset is not None,
         "--ranges": args.ranges is not None,
         "--keep-float": args.keep_float is not None,
+        "--overflow-fix": args.overflow_fix is not None,
     }
     check_options(formats, given)
     if args.repeats < 1:
@@ -114,6 +120,7 @@ def options(argv: list[str]):
         ranges=args.ranges or "minmax",
         max_drop=args.max_drop,
         keep_float=_keep_float(args.keep_float),
+        overflow_fix=args.overflow_fix or "enable",
     )
     return ExportOptions(
         checkpoint=args.checkpoint,

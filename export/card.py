@@ -204,5 +204,6 @@ def data_lines(r: dict, data: dict) -> list[str]:
         f"{q['activation_ranges']}"
         + (f", accuracy control with max drop {q['max_drop']}" if q["max_drop"] else "")
         + (f", kept in float: {', '.join(q['keep_float'])}" if q.get("keep_float") else "")
+        + (f", overflow fix: {q['overflow_fix']}" if q.get("overflow_fix") else "")
         + ".",
     ]

@@ -102,6 +102,7 @@ def build(
                 "activation_ranges": opts.quant.ranges,
                 "max_drop": opts.quant.max_drop,
                 "keep_float": list(opts.quant.keep_float),
+                "overflow_fix": opts.quant.overflow_fix,
             },
             "parity_tolerance": measure.PARITY_TOL,
             "shipped": [f.name for f in opts.formats],

@@ -27,7 +27,7 @@ from typing import Any
 import nncf
 import numpy as np
 import openvino as ov
-from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters
+from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, OverflowFix
 from nncf.quantization.range_estimator import (
     AggregatorType,
     RangeEstimatorParameters,
@@ -60,6 +60,7 @@ KEEP_FLOAT = ("stem", "se", "head")  # layer groups --keep-float can leave in fl
 # Measured on realistic data (README, Export): all-INT8 lost 5-6 points of top-1; keeping the
 # squeeze-excite and head layers in float brought it within 1 point at a small cost in speed.
 DEFAULT_KEEP_FLOAT = ("se", "head")
+OVERFLOW_FIX = {f.value: f for f in OverflowFix}
 PRESETS = {
     "mixed": nncf.QuantizationPreset.MIXED,
     "performance": nncf.QuantizationPreset.PERFORMANCE,
@@ -73,6 +74,7 @@ class QuantOptions:
     ranges: str = "minmax"  # activation ranges: a key of RANGES
     max_drop: float | None = None  # None: plain nncf.quantize
     keep_float: tuple[str, ...] = DEFAULT_KEEP_FLOAT  # groups of KEEP_FLOAT left unquantized
+    overflow_fix: str = "enable"  # a key of OVERFLOW_FIX (enable: 7-bit weights everywhere)
 
     def __post_init__(self) -> None:
         for group in self.keep_float:
@@ -82,6 +84,10 @@ class QuantOptions:
                 )
         if self.preset not in PRESETS:
             raise UsageError(f"--preset: expected one of {list(PRESETS)}, found {self.preset!r}")
+        if self.overflow_fix not in OVERFLOW_FIX:
+            raise UsageError(
+                f"--overflow-fix: expected one of {list(OVERFLOW_FIX)}, found {self.overflow_fix!r}"
+            )
         if self.ranges not in RANGES:
             raise UsageError(f"--ranges: expected one of {list(RANGES)}, found {self.ranges!r}")
         if self.subset_size < 1:
@@ -101,7 +107,10 @@ def quantize(model: ov.Model, data: EvalData, opts: QuantOptions) -> ov.Model:
         "subset_size": min(opts.subset_size, len(data.calib)),
         "fast_bias_correction": False,
     }
-    advanced = {"activations_range_estimator_params": RANGES[opts.ranges]}
+    advanced = {
+        "activations_range_estimator_params": RANGES[opts.ranges],
+        "overflow_fix": OVERFLOW_FIX[opts.overflow_fix],
+    }
     if opts.keep_float:
         common["ignored_scope"] = nncf.IgnoredScope(names=float_layers(model, opts.keep_float))
     with _nncf_on_stderr(logging.WARNING if opts.max_drop is None else logging.INFO):

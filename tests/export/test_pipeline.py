@@ -147,6 +147,7 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
         "activation_ranges": "minmax",
         "max_drop": None,
         "keep_float": ["se", "head"],
+        "overflow_fix": "enable",
     }
     card = (exported / "MODEL_CARD.md").read_text()
     assert report["command"].startswith("python -m export ") and report["command"] in card
