@@ -27,7 +27,7 @@ bench: setup-train
 # Rebuild the embedded demo model: synthetic clips, the realtime-cpu recipe (a few minutes on
 # 2 cores), then ONNX + OpenVINO INT8 with their report and model card into edge_hf/assets/demo.
 demo-model: setup-train
-	.venv/bin/python -m models.synthdata runs/demo-data --preset easy --clips-per-class 40
+	.venv/bin/python -m models.synthdata runs/demo-data --preset easy --clips-per-class 80 --seed 5
 	.venv/bin/python -m models.train --recipe realtime-cpu --data runs/demo-data --name demo \
 		--out runs --cache runs/demo-cache
 	.venv/bin/python -m export runs/demo/best.pt --formats onnx,openvino-int8 \

@@ -85,6 +85,7 @@ class AlertLogic:
         self._thr = np.array([t for _, t in policy.thresholds], np.float32)
         self._scores = np.zeros(len(self.labels), np.float32)
         self._hits = np.zeros((len(self.labels), policy.n), np.bool_)
+        self._window = np.zeros((len(self.labels), policy.n), np.float32)  # their scores
         self._frames = np.zeros(policy.n, np.int64)  # each hit column's `frame`
         self._pos = 0
         self._active: list[Event | None] = [None] * len(self.labels)
@@ -97,6 +98,7 @@ class AlertLogic:
         the events it starts carry beside ``probs``'s (the confirming model's)."""
         np.take(probs, self._index, out=self._scores)
         np.greater_equal(self._scores, self._thr, out=self._hits[:, self._pos])
+        self._window[:, self._pos] = self._scores
         self._frames[self._pos] = frame
         self._pos = (self._pos + 1) % self.policy.n  # now the oldest column
         events = _NONE
@@ -113,7 +115,7 @@ class AlertLogic:
                         self.camera,
                         self.labels[c],
                         score,
-                        score,
+                        float(self._window[c].max()),  # its hits: at least the threshold
                         frame,
                         t,
                         screen=None if screen is None else float(screen[self._index[c]]),

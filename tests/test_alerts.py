@@ -78,6 +78,18 @@ def test_cooldown_is_counted_in_video_seconds():
     ]
 
 
+def test_a_start_after_the_cooldown_carries_the_peak_of_the_hits_that_made_it():
+    """Hits during the cooldown (a second fall) still count once it is over: the start then
+    comes on a lower score, and its peak is that of its hits, never below the threshold."""
+    logic = AlertLogic("cam", CLASSES, AlertPolicy((("fall", 0.5),), 2, 3, 1.0), 10.0)
+    scores = [0.9, 0.9, 0.1, 0.1, 0.1] + [0.1] * 6 + [0.7, 0.8, 0.2]
+    events = [e for i, s in enumerate(scores)
+              for e in logic.update(np.array([1 - s, s, 0.0], np.float32), i, 0.0)]  # fmt: skip
+    late = events[2]
+    assert (late.kind, late.frame, late.score) == ("start", 13, pytest.approx(0.2))
+    assert late.peak == pytest.approx(0.8)
+
+
 def test_events_carry_id_peak_and_utc_time():
     logic = AlertLogic("porch", CLASSES, AlertPolicy((("fall", 0.5), ("wave", 0.8)), 1, 1, 0), 25)
     start = logic.update(np.array([0.3, 0.6, 0.1], np.float32), 7, 1_764_480_000.25)
