@@ -1,7 +1,7 @@
 """INT8 that decides the same on every x86 CPU. Without VNNI, OpenVINO multiplies 8-bit
 weights by 8-bit activations with instructions whose 16-bit sums saturate; NNCF's overflow fix
-(7-bit weights) avoids that. Applied to the first layer only (NNCF's default) the shipped demo
-model missed 5 of 42 falls as on a CPU without VNNI; the export applies it everywhere.
+(7-bit weights) avoids that. Applied to the first layer only (NNCF's default) the previous demo
+model missed 4 of 42 falls as on a CPU without VNNI; the export applies it everywhere.
 
 A CPU without VNNI is this machine with oneDNN capped (``ONEDNN_MAX_CPU_ISA=AVX2``), in a
 fresh process for each ISA."""
