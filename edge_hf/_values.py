@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from edge_hf.errors import SpecError, UsageError
-from edge_hf.spec import check_threshold
+from edge_hf.spec import Then, check_threshold
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -159,6 +159,28 @@ def thresholds(v: Any, where: str) -> tuple[tuple[str, float], ...]:
             shown = f"{name}={value}" if isinstance(v, list) else {name: value}
             raise _fail(where, "CLASS=P with 0 < P <= 1 (e.g. fall=0.8)", shown)
         out.append((name, p))
+    return tuple(out)
+
+
+def then_rules(v: Any, where: str) -> tuple[Then, ...]:
+    """Flags or a file's list: ``["fall=lying", "fall=lying:0.5:1.5"]`` (CLASS=POSE[:P[:SECONDS]],
+    see edge_hf.spec.Then), or ``["none"]``: no class waits."""
+    expected = "CLASS=POSE[:P[:SECONDS]] (e.g. fall=lying:0.5:1) or none"
+    if not isinstance(v, list) or not v or not all(isinstance(t, str) for t in v):
+        raise _fail(where, f"a list of {expected}", v)
+    if v == ["none"]:
+        return ()
+    out = []
+    for item in v:
+        cls, _, rest = item.partition("=")
+        pose, *nums = rest.split(":")
+        try:
+            rule = Then(cls.strip(), pose.strip(), *(_number(x, float) for x in nums[:2]))
+        except (TypeError, ValueError, UsageError):
+            rule = None
+        if rule is None or len(nums) > 2 or not rule.cls or not rule.pose or rule.problem():
+            raise _fail(where, expected, item)
+        out.append(rule)
     return tuple(out)
 
 

@@ -4,6 +4,11 @@ A class *starts* an event when at least ``k`` of its last ``n`` scores reach its
 *ends* it when at least ``k`` of the last ``n`` are below (so one noisy frame neither raises nor
 clears an alert). After an end, the class stays quiet for ``cooldown`` seconds of *video*
 (frames / fps), so a file processed faster than real time behaves as it would live.
+
+A class may also need what comes *after* it (``Then``): a fall is followed by lying on the floor,
+a stumble, a pick-up or a get-up are not. Its k of n then only arms it, and the alert starts once
+the pose's score reaches its threshold on k of the hyperframes that follow, within ``within``
+seconds of the last arming hit; otherwise it lapses, with no cooldown.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from edge_hf.errors import UsageError
+from edge_hf.spec import Then
 
 
 @dataclass(frozen=True)
@@ -24,12 +30,16 @@ class AlertPolicy:
     k: int = 2
     n: int = 3
     cooldown: float = 10.0  # seconds
+    then: tuple[Then, ...] = ()
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= self.n:
             raise UsageError(f"--k-of-n must satisfy 1 <= k <= n, found {self.k}/{self.n}")
         if not 0 <= self.cooldown <= 86_400:  # also refuses inf and nan
             raise UsageError(f"--cooldown must be 0 to 86400 seconds, found {self.cooldown}")
+        for t in self.then:
+            if (problem := t.problem()) is not None:
+                raise UsageError(problem)
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,7 @@ class AlertLogic:
         self._pos = 0
         self._active: list[Event | None] = [None] * len(self.labels)
         self._quiet_until = [0] * len(self.labels)  # frame index
+        self._then = _ThenState(classes, self.labels, policy, fps)
 
     def update(
         self, probs: np.ndarray, frame: int, t: float, screen: np.ndarray | None = None
@@ -108,18 +119,23 @@ class AlertLogic:
             score = float(self._scores[c])
             active = self._active[c]
             if active is None:
-                if hits >= k and frame >= self._quiet_until[c]:
+                hit = None
+                if hits >= k and frame >= self._quiet_until[c]:  # peak: at least the threshold
+                    hit = (score, float(self._window[c].max()), self._first_hit(c))
+                if self._then.pose[c] >= 0:  # it waits for its pose
+                    hit = self._then.follows(c, float(probs[self._then.pose[c]]), frame, hit)
+                if hit is not None:
                     ev = Event(
                         "start",
                         str(uuid.uuid4()),
                         self.camera,
                         self.labels[c],
-                        score,
-                        float(self._window[c].max()),  # its hits: at least the threshold
+                        hit[0],
+                        hit[1],
                         frame,
                         t,
                         screen=None if screen is None else float(screen[self._index[c]]),
-                        first=self._first_hit(c),
+                        first=hit[2],
                     )
                     self._active[c] = ev
                     events += (ev,)
@@ -153,3 +169,43 @@ class AlertLogic:
         return tuple(
             self._end(c, 0.0, frame, t) for c, a in enumerate(self._active) if a is not None
         )
+
+
+class _ThenState:
+    """Per alert class with a ``Then``: armed until which frame, the hit that armed it (score,
+    peak, first frame) and its pose's hits since (a ring of n)."""
+
+    def __init__(self, classes, labels: list[str], policy: AlertPolicy, fps: float) -> None:
+        rules = {t.cls: t for t in policy.then}  # their classes checked: runtime.alert_policy
+        rule = [rules.get(c) for c in labels]
+        self.pose = [classes.index(r.pose) if r else -1 for r in rule]
+        self.thr = [r.threshold if r else 1.0 for r in rule]
+        self.span = [round(r.within * fps) if r else 0 for r in rule]
+        self.k, self.n = policy.k, policy.n
+        self.until = [-1] * len(labels)  # armed while frame <= until
+        self.hits = np.zeros((len(labels), policy.n), np.bool_)
+        self.count = [0] * len(labels)  # pose hyperframes seen since arming
+        self.armed: list[tuple[float, float, int] | None] = [None] * len(labels)
+
+    def follows(self, c: int, pose: float, frame: int, hit):
+        """The hit that starts class ``c``'s alert at this hyperframe, or None. ``hit``: its own
+        k of n just now, which arms it (or re-arms it: the window runs from the last); the pose's
+        k of n among the hyperframes after the arming starts it."""
+        armed = self.armed[c]
+        if armed is not None and frame <= self.until[c]:
+            self.hits[c, self.count[c] % self.n] = pose >= self.thr[c]
+            self.count[c] += 1
+            if int(np.count_nonzero(self.hits[c])) >= self.k:
+                self.armed[c] = None
+                return armed
+        elif armed is not None:  # lapsed: nothing followed it
+            self.armed[c] = armed = None
+        if hit is not None:
+            if armed is None:
+                self.hits[c] = False
+                self.count[c] = 0
+                self.armed[c] = hit
+            else:  # the first arming hit's frame, the highest peak
+                self.armed[c] = (armed[0], max(armed[1], hit[1]), armed[2])
+            self.until[c] = frame + self.span[c]
+        return None

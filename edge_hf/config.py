@@ -7,7 +7,8 @@ frozen data (``Settings``), checked once here and passed inward.
     [cameras]                      # NAME = SOURCE; --camera on the command line replaces these
     porch = "rtsp://10.0.0.7/s1"
     [model]   path, backend, providers, threads, every, hz
-    [alerts]  thresholds = { fall = 0.8 }  (--threshold adds to / overrides these), k_of_n, cooldown
+    [alerts]  thresholds = { fall = 0.8 }  (--threshold adds to / overrides these), k_of_n, cooldown,
+              then = ["fall=lying"] (or ["none"]; default: the model's)
     [capture] fast, loop, stall_timeout, open_timeout, password_dir
     [mqtt]    url, password_file, ... ; [spool] dir, ...   (declared by the MQTT sink)
 
@@ -56,6 +57,7 @@ from edge_hf._values import (  # noqa: F401  (the checks are part of this module
     stall_timeout,
     stats_interval,
     text,
+    then_rules,
     threads,
     thresholds,
 )
@@ -88,6 +90,7 @@ CORE: tuple[Option, ...] = (
     Option("alerts.screen",  "--screen-threshold",  thresholds,   (),      "two-stage mode: the screening model's score for a class that sends a hyperframe to --confirm (default: 0.5, or the alert threshold if lower); repeatable", "append", "CLASS=P"),
     Option("alerts.k_of_n",  "--k-of-n",            k_of_n,       (2, 3),  "start an alert when K of the last N scores pass", metavar="K/N"),
     Option("alerts.cooldown", "--cooldown",         cooldown,     10.0,    "seconds of quiet after an alert"),
+    Option("alerts.then",    "--then",              then_rules,   None,    "an alert class waits for a pose after it (a fall for lying) for up to SECONDS: CLASS=POSE[:P[:SECONDS]], or none (default: the model's; README: Alerts that wait for a pose); repeatable", "append", "CLASS=POSE"),
     Option("capture.fast",   "--fast",              boolean,      False,   "files and synth: as fast as possible, not at their fps", "bool"),
     Option("capture.loop",   "--loop",              boolean,      False,   "files: start again at the end", "bool"),
     Option("capture.stall_timeout", "--stall-timeout", stall_timeout, 10.0,    "reopen a source after this many seconds without a frame"),
@@ -259,6 +262,7 @@ def build(v: dict[str, Any]) -> Settings:
         k=v["alerts.k_of_n"][0],
         n=v["alerts.k_of_n"][1],
         cooldown=v["alerts.cooldown"],
+        then=v["alerts.then"],
         source_opts=src,
         stall_timeout=v["capture.stall_timeout"],
         snapshots=_snapshots(v),

@@ -25,7 +25,7 @@ from edge_hf.sinks import RunInfo, Sink
 from edge_hf.sinks.base import statuses
 from edge_hf.snapshots import SnapshotOptions, SnapshotStore
 from edge_hf.sources import Source, SourceOptions, open_source
-from edge_hf.spec import HyperframeSpec, layer_thresholds
+from edge_hf.spec import HyperframeSpec, Then, layer_thresholds, unknown_in_then
 from edge_hf.twostage import TwoStage, check_confirm
 
 log = logging.getLogger("edge_hf.run")
@@ -49,6 +49,7 @@ class RunConfig:
     k: int = 2
     n: int = 3
     cooldown: float = 10.0
+    then: tuple[Then, ...] | None = None  # classes that wait for a pose; None: the model's
     source_opts: SourceOptions = field(default_factory=SourceOptions)
     stall_timeout: float = 10.0
     snapshots: SnapshotOptions | None = None  # None: no snapshots
@@ -86,7 +87,10 @@ def alert_policy(
             f"the model declares no alert classes; choose some with --threshold "
             f"CLASS=P (its classes are {list(spec.classes)})"
         )
-    return AlertPolicy(tuple(thresholds.items()), cfg.k, cfg.n, cfg.cooldown)
+    then = spec.alert_then if cfg.then is None else cfg.then
+    if (problem := unknown_in_then(spec, then, "--then")) is not None:
+        raise UsageError(f"{problem} (--then none: no class waits)")
+    return AlertPolicy(tuple(thresholds.items()), cfg.k, cfg.n, cfg.cooldown, then)
 
 
 def open_unless_stopped(source: Source, stop: threading.Event) -> bool:

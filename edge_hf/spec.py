@@ -44,6 +44,29 @@ class Scale:
 
 
 @dataclass(frozen=True)
+class Then:
+    """An alert of ``cls`` starts only when ``pose`` follows it (a fall, by lying on the floor):
+    after the class's own k of n, the pose's score must reach ``threshold`` on k of the next n
+    hyperframes within ``within`` seconds (edge_hf.alerts)."""
+
+    cls: str
+    pose: str
+    threshold: float = 0.5
+    within: float = 1.0  # seconds after the last hyperframe where the class's k of n held
+
+    def problem(self) -> str | None:
+        """What is wrong with it, if anything (the one check of its values)."""
+        ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                 for v in (self.threshold, self.within))  # fmt: skip
+        if not (ok and 0 < self.threshold <= 1 and 0 < self.within <= 60):
+            return (f"{self.cls} then {self.pose}: expected a threshold in (0, 1] and 0 to 60 "
+                    f"seconds, found {self.threshold!r} and {self.within!r}")  # fmt: skip
+        if self.cls == self.pose:
+            return f"{self.cls} then {self.pose}: the pose must be another class"
+        return None
+
+
+@dataclass(frozen=True)
 class HyperframeSpec:
     frames: int
     stride: int
@@ -54,6 +77,7 @@ class HyperframeSpec:
     layout: str = "frame-major"
     activation: str = "softmax"
     scales: tuple[Scale, ...] = ()  # empty: one input of (frames, stride, 0)
+    alert_then: tuple[Then, ...] = ()  # alert classes that wait for a pose after them
     arch: str = ""
     version: int = SPEC_VERSION
     provenance: tuple[tuple[str, str], ...] = field(default=())
@@ -96,6 +120,8 @@ class HyperframeSpec:
         d["classes"] = list(self.classes)
         d["alert_classes"] = dict(self.alert_classes)
         d["scales"] = [asdict(s) for s in self.scales]
+        d["alert_then"] = {t.cls: {"pose": t.pose, "threshold": t.threshold, "within": t.within}
+                           for t in self.alert_then}  # fmt: skip
         d["provenance"] = dict(self.provenance)
         return d
 
@@ -127,6 +153,10 @@ class HyperframeSpec:
                 activation=d.get("activation", "softmax"),
                 scales=tuple(
                     _scale(s, f"{where}.scales") for s in _list(d.get("scales", []), "scales")
+                ),
+                alert_then=tuple(
+                    _then(c, v, f"{where}.alert_then")
+                    for c, v in _mapping(d.get("alert_then", {}), "alert_then").items()
                 ),
                 arch=d.get("arch", ""),
                 version=d.get("version", SPEC_VERSION),
@@ -201,6 +231,11 @@ def _validate(s: HyperframeSpec) -> None:
                 f"alert_classes names {name!r}, which is not one of classes {list(s.classes)}"
             )
         check_threshold(thr, f"alert_classes[{name!r}]")
+    for t in s.alert_then:
+        if not isinstance(t, Then) or t.cls not in s.classes or t.pose not in s.classes:
+            raise SpecError(f"alert_then: expected rules between classes {list(s.classes)}, found {t!r}")
+        if (problem := t.problem()) is not None:
+            raise SpecError(f"alert_then: {problem}")
     _choice(s.interpolation, INTERPOLATIONS, "interpolation")
     _choice(s.layout, LAYOUTS, "layout")
     _choice(s.activation, ACTIVATIONS, "activation")
@@ -289,6 +324,16 @@ def layer_thresholds(
     return out
 
 
+def unknown_in_then(spec: HyperframeSpec, then: tuple[Then, ...], where: str) -> str | None:
+    """The error for the first rule (``--then``) that names a class the model lacks, if any."""
+    for t in then:
+        missing = [c for c in (t.cls, t.pose) if c not in spec.classes]
+        if missing:
+            return (f"{where} {t.cls}={t.pose}: the model has no class {missing[0]!r}; "
+                    f"its classes are {list(spec.classes)}")  # fmt: skip
+    return None
+
+
 def _positive_int(v: Any, name: str) -> None:
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise SpecError(f"{name} must be a positive integer, found {v!r}")
@@ -330,3 +375,10 @@ def _scale(v: Any, name: str) -> Scale:
     ):
         return Scale(v["frames"], v["stride"], v.get("offset", 0))
     raise SpecError(f"each of {name} must be {{frames, stride, offset}}, found {v!r}")
+
+
+def _then(cls: str, v: Any, name: str) -> Then:
+    keys = {"pose", "threshold", "within"}
+    if isinstance(v, Mapping) and set(v) <= keys and "pose" in v:
+        return Then(cls, v["pose"], v.get("threshold", 0.5), v.get("within", 1.0))
+    raise SpecError(f"{name}[{cls!r}] must be {{pose, threshold, within}}, found {v!r}")

@@ -69,13 +69,16 @@ from edge_hf._timelines import HARD_NEGATIVES, MIXED_SPEED
 ACTIONS: tuple[str, ...] = ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
 SCENES: tuple[str, ...] = (*ACTIONS, "demo")
 DEMO_LABELS: tuple[str, ...] = ("walk", "stand", "fall", "lie_down", "lying", "get_up")
-REAL_CLASSES: tuple[str, ...] = (*ACTIONS, "other")  # the real preset's action dataset
+# the real preset's action dataset: the actions, the still pose after a fall or a lie-down (frames of
+# those clips and of training stories; no clips of its own: POSE_CLASSES) and the rest
+REAL_CLASSES: tuple[str, ...] = (*ACTIONS, "lying", "other")
+POSE_CLASSES: tuple[str, ...] = ("lying",)
 NAMES: tuple[str, ...] = (*SCENES, *HARD_NEGATIVES, *MIXED_SPEED, "other", "story")  # all
 PRESETS: tuple[str, ...] = ("easy", "real")
 BACKGROUNDS: tuple[str, ...] = ("flat", "gradient", "shapes")  # easy; "real" draws its own
 
 __all__ = ["ACTIONS", "BACKGROUNDS", "DEMO_LABELS", "HARD_NEGATIVES", "MIXED_SPEED", "NAMES", "PRESETS",
-           "REAL_CLASSES", "SCENES", "STORY_LABELS", "Scene", "SceneParams", "make_scene",
+           "POSE_CLASSES", "REAL_CLASSES", "SCENES", "STORY_LABELS", "Scene", "SceneParams", "make_scene",
            "write_clip"]  # fmt: skip
 
 BGR = tuple[int, int, int]

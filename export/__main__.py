@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from edge_hf.errors import SpecError
+from edge_hf._values import then_rules
 from edge_hf.spec import parse_threshold
 from export.errors import ExportError, UsageError
 from export.formats import FORMATS, check_options, parse_formats
@@ -92,8 +93,26 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CLASS=P",
         help="set a default alert threshold in the exported spec; repeatable",
     )
+    p.add_argument(
+        "--then",
+        action="append",
+        metavar="CLASS=POSE",
+        help="an alert class waits for a pose after it, written into the spec: "
+        "CLASS=POSE[:P[:SECONDS]], or none (default: a model with a lying class alerts on "
+        "fall once lying follows, within 1 s; README: Alerts that wait for a pose)",
+    )
     p.add_argument("--repeats", type=int, default=100, help="timed runs per latency figure")
     return p
+
+
+def _then(items: list[str] | None):
+    """``--then`` as the runtime reads it; None: auto (export.checkpoint.with_then)."""
+    from edge_hf.errors import UsageError as RunUsage
+
+    try:
+        return None if items is None else then_rules(items, "--then")
+    except RunUsage as e:
+        raise UsageError(str(e)) from None
 
 
 def options(argv: list[str]):
@@ -131,6 +150,7 @@ def options(argv: list[str]):
         fp16=args.fp16,
         quant=quant,
         thresholds=tuple(args.threshold),
+        then=_then(args.then),
         repeats=args.repeats,
         command=shlex.join([*PROG.split(), *argv]),
     )

@@ -68,7 +68,12 @@ def _pyramid_lines(spec: dict) -> list[str]:
 
 def card_lines(r: dict) -> list[str]:
     spec, data, env = r["spec"], r["data"], r["environment"]
-    alerts = ", ".join(f"{c} ≥ {t}" for c, t in spec["alert_classes"].items()) or "none"
+    then = spec.get("alert_then", {})
+    alerts = ", ".join(
+        f"{c} ≥ {t}" + (f" once {then[c]['pose']} ≥ {then[c]['threshold']} follows within "
+                        f"{then[c]['within']:g} s" if c in then else "")  # fmt: skip
+        for c, t in spec["alert_classes"].items()
+    ) or "none"
     h, w = spec["size"]
     lines = [
         f"# Model card: {spec['arch']} on {spec['frames']}-frame hyperframes",

@@ -12,7 +12,7 @@ import torch
 
 from edge_hf.errors import SpecError
 from edge_hf.paths import file_problem
-from edge_hf.spec import HyperframeSpec, layer_thresholds
+from edge_hf.spec import HyperframeSpec, Then, layer_thresholds, unknown_in_then
 from export.errors import CheckpointError, UsageError
 from models.model import HyperframeNet, build
 
@@ -81,6 +81,17 @@ def _read(path: Path) -> Any:
         raise CheckpointError(
             f"{path}: not a PyTorch checkpoint we can read ({first}); {FIX}"
         ) from None
+
+
+def with_then(spec: HyperframeSpec, then: tuple[Then, ...] | None) -> HyperframeSpec:
+    """The spec with the classes that wait for a pose after them (``--then``); None (auto): a
+    model with a ``lying`` class alerts on ``fall`` only once lying follows it."""
+    if then is None:
+        auto = "lying" in spec.classes and "fall" in spec.thresholds
+        then = (Then("fall", "lying"),) if auto else spec.alert_then
+    if (problem := unknown_in_then(spec, then, "--then")) is not None:
+        raise UsageError(problem)
+    return replace(spec, alert_then=tuple(then))
 
 
 def with_thresholds(spec: HyperframeSpec, overrides: list[tuple[str, float]]) -> HyperframeSpec:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_hf.spec import HyperframeSpec
+from edge_hf.spec import HyperframeSpec, Then
 from export import measure
 from export.card import environment, write_card, write_report
-from export.checkpoint import Checkpoint, load_checkpoint, with_thresholds
+from export.checkpoint import Checkpoint, load_checkpoint, with_then, with_thresholds
 from export.data import EvalData, load_data
 from export.errors import DataError, OutputError
 from export.formats import BY_NAME, Format, needed
@@ -35,6 +35,7 @@ class ExportOptions:
     fp16: bool = False
     quant: QuantOptions = field(default_factory=QuantOptions)
     thresholds: tuple[tuple[str, float], ...] = ()
+    then: tuple[Then, ...] | None = None  # None: auto (export.checkpoint.with_then)
     repeats: int = 100  # timed runs per latency figure
     command: str = ""
 
@@ -44,7 +45,7 @@ def run(opts: ExportOptions) -> dict:
     not at all."""
     out = check_out(opts.out, opts.force)
     ckpt = load_checkpoint(opts.checkpoint)
-    spec = with_thresholds(ckpt.spec, list(opts.thresholds))
+    spec = with_then(with_thresholds(ckpt.spec, list(opts.thresholds)), opts.then)
     data = load_data(_dataset(ckpt, opts.calib), ckpt.spec, ckpt.config, opts.quant.subset_size)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:

@@ -37,11 +37,12 @@ import logging
 import sys
 import tempfile
 import threading
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
 
+from edge_hf._values import then_rules
 from edge_hf.alerts import AlertLogic, AlertPolicy
 from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
@@ -81,6 +82,7 @@ def score(model: Path, video: Path, opts: Options) -> tuple[Runtime, _Tap, int]:
         source_opts=SourceOptions(fast=True),
         confirm=opts.confirm,
         screen_thresholds=opts.screen,
+        then=opts.then,
     )
     rt = Runtime(cfg, [], threading.Event())
     tap = _Tap(rt.cameras[0].logic)
@@ -90,7 +92,9 @@ def score(model: Path, video: Path, opts: Options) -> tuple[Runtime, _Tap, int]:
     return rt, tap, rt.cameras[0].capture.stats.grabbed
 
 
-def load_streams(model: Path, root: Path, opts: Options) -> tuple[list[Stream], tuple, dict]:
+def load_streams(model: Path, root: Path, opts: Options) -> tuple[list[Stream], tuple, tuple]:
+    """Every stream through the runtime: (streams, the model's classes, (alert thresholds, the
+    classes that wait for a pose: the model's unless ``opts.then``))."""
     rows = read_segments(root / "segments.csv")
     per_video: dict[str, list[tuple[int, int, str]]] = {}
     for video, start, end, label in rows:
@@ -98,16 +102,18 @@ def load_streams(model: Path, root: Path, opts: Options) -> tuple[list[Stream], 
     streams, classes, thresholds = [], (), {}
     for i, (rel, labels) in enumerate(sorted(per_video.items())):
         rt, tap, length = score(model, root / rel, opts)
-        classes, thresholds = rt.spec.classes, dict(alert_policy(rt.spec, rt.cfg).thresholds)
+        policy = alert_policy(rt.spec, rt.cfg)
+        classes, thresholds, then = rt.spec.classes, dict(policy.thresholds), policy.then
         events = {c: events_of(labels, c) for c in tap.labels}
         probs = np.stack(tap.probs) if tap.probs else np.zeros((0, len(classes)), np.float32)
         cost = rt.latency.total + (rt.two.latency.total if rt.two else 0.0)
         stages = rt.two.counts() if rt.two else ()
         streams.append(Stream(rel, rt.cameras[0].source.fps, length, np.array(tap.anchors),
-                              probs, events, tuple(sorted(labels)), cost, stages))  # fmt: skip
+                              probs, events, tuple(sorted(labels)), cost, stages,
+                              classes))  # fmt: skip
         log.info("%d/%d %s: %d frames, %d hyperframes", i + 1, len(per_video), rel, length,
                  len(tap.anchors))  # fmt: skip
-    return streams, classes, thresholds
+    return streams, classes, (thresholds, then)
 
 
 def cost(streams: list[Stream]) -> dict:
@@ -123,10 +129,12 @@ def cost(streams: list[Stream]) -> dict:
 
 
 def evaluate(model: Path, root: Path, opts: Options) -> dict:
-    streams, classes, thresholds = load_streams(model, root, opts)
+    streams, classes, (thresholds, then) = load_streams(model, root, opts)
+    opts = replace(opts, then=then)
     hours = sum(s.length / s.fps for s in streams) / 3600.0
+    shown = {**opts.__dict__, "confirm": str(opts.confirm), "then": [asdict(t) for t in then]}
     report = {"model": str(model), "streams": str(root), "videos": len(streams), "hours": hours,
-              "options": {k: v if k != "confirm" else str(v) for k, v in opts.__dict__.items()},
+              "options": shown,
               "cost": cost(streams), "classes": {}}  # fmt: skip
     for cls, thr in thresholds.items():
         column = classes.index(cls)
@@ -197,6 +205,13 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         help="seconds of quiet after an alert ends (default: 10, the runtime's)",
     )
     ap.add_argument(
+        "--then",
+        action="append",
+        metavar="CLASS=POSE",
+        help="an alert class waits for a pose after it: CLASS=POSE[:P[:SECONDS]], or none "
+        "(default: the model's, as edge-hf run)",
+    )
+    ap.add_argument(
         "--max-delay",
         type=float,
         default=1.0,
@@ -240,7 +255,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     args = ap.parse_args(argv)
     opts = Options(tuple(args.threshold), *args.k_of_n, args.cooldown, args.max_delay,
                    args.match, args.target, args.every, args.confirm,
-                   tuple(args.screen_threshold))  # fmt: skip
+                   tuple(args.screen_threshold),
+                   None if args.then is None else then_rules(args.then, "--then"))  # fmt: skip
     AlertPolicy((("x", 0.5),), opts.k, opts.n, opts.cooldown)  # the runtime's own checks
     return args, opts
 
@@ -264,6 +280,10 @@ def summary(report: dict) -> str:
                 f"| {p['caught']} | {p['in_time']} | {p['missed']} | {p['false_per_hour']:.2f} "
                 f"| {med} | {p95} |"
             )
+        for t in report["options"]["then"]:
+            if t["cls"] == cls:
+                lines.append(f"({cls}: each alert waits for {t['pose']} >= {t['threshold']:g} "
+                             f"within {t['within']:g} s after it)")  # fmt: skip
         if not r["recommended"]["meets_target"]:
             lines.append(f"({cls}: no threshold meets the false-alarm target)")
         if r["events"]:

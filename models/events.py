@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_hf.alerts import AlertLogic, AlertPolicy
+from edge_hf.spec import Then
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,10 @@ class Options:
     every: int = 1
     confirm: Path | None = None  # two-stage mode: the confirming model
     screen: tuple[tuple[str, float], ...] = ()  # its screening thresholds
+    then: tuple[Then, ...] | None = None  # classes that wait for a pose; None: the model's
+
+    def then_of(self, cls: str) -> Then | None:
+        return next((t for t in self.then or () if t.cls == cls), None)
 
 
 @dataclass
@@ -40,6 +45,7 @@ class Stream:
     labels: tuple[tuple[int, int, str], ...] = ()  # the stream's segments (start, end, label)
     model_s: float = 0.0  # seconds in model calls (both stages)
     stages: tuple[tuple[str, int], ...] = ()  # two-stage mode: screened, confirmed, rejected
+    classes: tuple[str, ...] = ()  # the model's, naming the columns of probs
 
 
 def events_of(labels: list[tuple[int, int, str]], cls: str) -> list[tuple[int, int]]:
@@ -56,23 +62,27 @@ def events_of(labels: list[tuple[int, int, str]], cls: str) -> list[tuple[int, i
 
 
 def starts(
-    s: Stream, column: int, thresholds, k: int, n: int, cooldown: float, held=None
+    s: Stream, column: int, thresholds, k: int, n: int, cooldown: float, held=None, then=None
 ) -> list[list[int]]:
     """Alert start frames for each threshold, from the runtime's own AlertLogic: one logic with
-    one pseudo-class per threshold, each fed the same score. ``held`` (a bool array [thresholds,
-    hyperframes]), when given, records where each could start no alert (``AlertLogic.holding``)."""
+    one pseudo-class per threshold, each fed the same score (and with ``then``, a Then of the
+    class, each waits for the pose's column). ``held`` (a bool array [thresholds, hyperframes]),
+    when given, records where each could start no alert (``AlertLogic.holding``)."""
     names = tuple(f"t{i}" for i in range(len(thresholds)))
-    policy = AlertPolicy(tuple(zip(names, thresholds, strict=True)), k, n, cooldown)
-    logic = AlertLogic(s.name, names, policy, s.fps)
+    rules = () if then is None else tuple(Then(c, "pose", then.threshold, then.within) for c in names)
+    policy = AlertPolicy(tuple(zip(names, thresholds, strict=True)), k, n, cooldown, rules)
+    logic = AlertLogic(s.name, (*names, "pose"), policy, s.fps)
     out: list[list[int]] = [[] for _ in thresholds]
     index = {name: i for i, name in enumerate(names)}
-    tiled = np.empty(len(names), np.float32)
-    for m, (frame, p) in enumerate(
-        zip(s.anchors.tolist(), s.probs[:, column].tolist(), strict=True)
+    tiled = np.zeros(len(names) + 1, np.float32)
+    pose = s.probs[:, s.classes.index(then.pose)] if then else np.zeros(len(s.anchors), np.float32)
+    for m, (frame, p, q) in enumerate(
+        zip(s.anchors.tolist(), s.probs[:, column].tolist(), pose.tolist(), strict=True)
     ):
         if held is not None:
             held[:, m] = [logic.holding(c, frame) for c in range(len(names))]
         tiled.fill(p)
+        tiled[-1] = q
         for ev in logic.update(tiled, frame, 0.0):
             if ev.kind == "start":
                 out[index[ev.label]].append(frame)
@@ -103,26 +113,32 @@ def match(alerts: list[int], events: list[tuple[int, int]], fps: float, late: fl
 
 
 MISSES = ("score below the threshold", "held by an earlier alert or its cooldown",
-          "not k of n in time", "caught late")  # fmt: skip
+          "not k of n in time", "caught late", "no pose after it in time")  # fmt: skip
 
 
 def misses(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Options) -> dict:
     """Why each event not caught in time was missed (keys: MISSES), replaying the runtime's
     AlertLogic at one operating point: its score never reached ``thr`` before the deadline; it
     did, but an alert (a false alarm, an earlier event) was on or cooling down; it did, but not
-    on k of n hyperframes; or an alert started after the deadline."""
+    on k of n hyperframes; or an alert started after the deadline; or (a class that waits for a
+    pose: ``Options.then``) it would have been caught in time without the wait."""
     out = dict.fromkeys(MISSES, 0)
+    then = opts.then_of(cls)
     for s in streams:
         held = np.zeros((1, len(s.anchors)), bool)
-        (alerts,) = starts(s, column, (thr,), kn[0], kn[1], opts.cooldown, held)
+        (alerts,) = starts(s, column, (thr,), *kn, opts.cooldown, held, then)
         caught, _ = assign(alerts, s.events[cls], s.fps, opts.match)
+        own = assign(starts(s, column, (thr,), *kn, opts.cooldown)[0], s.events[cls], s.fps,
+                     opts.match)[0] if then else {}  # fmt: skip
         deadline = round(opts.max_delay * s.fps)
         for j, (first, impact) in enumerate(s.events[cls]):
             if j in caught and caught[j] <= impact + deadline:
                 continue
             sel = (s.anchors >= first) & (s.anchors <= impact + deadline)
             over = sel & (s.probs[:, column] >= thr)
-            if j in caught:
+            if j in own and own[j] <= impact + deadline:
+                out[MISSES[4]] += 1
+            elif j in caught:
                 out[MISSES[3]] += 1
             elif not over.any():
                 out[MISSES[0]] += 1
@@ -144,7 +160,9 @@ def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list
     total = 0
     for s in streams:
         total += len(s.events[cls])
-        for i, alerts in enumerate(starts(s, column, thresholds, k, n, opts.cooldown)):
+        for i, alerts in enumerate(
+            starts(s, column, thresholds, k, n, opts.cooldown, then=opts.then_of(cls))
+        ):
             d, f = match(alerts, s.events[cls], s.fps, opts.match)
             delays[i] += d
             false[i].update(label_at(s.labels, frame) for frame in f)

@@ -9,8 +9,9 @@
 clips of one group never straddle train and test), and ``flip.json``: a horizontal flip turns
 ``walk_left`` into ``walk_right``. Preset ``real`` also writes ``annotations.csv``: where in each
 clip is what (see :func:`annotations`). Preset ``real`` (the default here) has the classes
-``edge_hf.synth.REAL_CLASSES``: the six actions and ``other`` (the hard negatives and the still
-poses: standing, sitting, lying; its clips take the hard negatives in turn). Its training
+``edge_hf.synth.REAL_CLASSES``: the six actions, ``lying`` (the still pose after a fall or a
+lie-down: frames of those clips, no clips of its own) and ``other`` (the hard negatives and the
+other still poses: standing, sitting; its clips take the hard negatives in turn). Its training
 clips use the training photographs (``models.backgrounds``) and its test clips the held-out
 ones, with seeds the training list never uses. ``--clip-codec mixed`` (the default) writes each
 clip as H.264 at a random bit rate (ffmpeg) or MJPG at a random JPEG quality (30-90), so the
@@ -24,7 +25,7 @@ and including the impact. Written as H.264 at a random bit rate (ffmpeg) or ``--
 mjpeg``. ``easy``: the demo story.
 (c) with ``--train-streams N`` (real), more stories in ``OUT/train-streams/`` on the training
 photographs, with seeds no evaluation stream uses, labelled with the action classes (walks by
-direction, hard negatives and still poses ``other``): ``models.train --more-data`` adds them to
+direction, lying ``lying``, hard negatives and other still poses ``other``): ``models.train --more-data`` adds them to
 the training split.
 With ``--mixed-speed`` the class ``fall`` becomes ``fall_stay`` and ``fall_recover`` (the same fall
 at any speed, then lying still or getting up; annotated from the fall to the end of the clip).
@@ -77,11 +78,13 @@ class Job(NamedTuple):
 
 def classes(preset: str, mixed: bool = False) -> tuple[str, ...]:
     """The preset's classes; ``mixed``: ``fall`` replaced by the mixed-speed pair (a fall, fast
-    or slow, then staying down or getting up: ``edge_hf.synth.MIXED_SPEED``)."""
+    or slow, then staying down or getting up: ``edge_hf.synth.MIXED_SPEED``; lying after the fall
+    is part of those, so there is no ``lying`` class)."""
     names = synth.REAL_CLASSES if preset == "real" else synth.ACTIONS
     if not mixed:
         return names
-    return tuple(n for c in names for n in (synth.MIXED_SPEED if c == "fall" else (c,)))
+    return tuple(n for c in names if c not in synth.POSE_CLASSES
+                 for n in (synth.MIXED_SPEED if c == "fall" else (c,)))  # fmt: skip
 
 
 _PHOTOS: dict[str, list] = {}
@@ -143,6 +146,8 @@ def write_action_dataset(
     names = classes(preset, mixed)
     train, test, jobs = [], [], []
     for ci, action in enumerate(names):
+        if action in synth.POSE_CLASSES:  # frames of other classes' clips only
+            continue
         (out / action).mkdir(exist_ok=True)
         for k in range(clips_per_class):
             group, clip = k // CLIPS_PER_GROUP + 1, k % CLIPS_PER_GROUP + 1

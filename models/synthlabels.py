@@ -41,9 +41,9 @@ def scene_of(action: str, k: int, preset: str) -> str:
 
 def annotations(action: str, phases, names: tuple[str, ...]) -> list[tuple[int, int, str]]:
     """Where an action clip shows what: a phase that is one of the classes keeps its name (the
-    clip's action, a directed walk before or after it); the hard negatives and the still parts
-    (standing, lying after the fall, sitting) are ``other`` when the classes have it; a walk with
-    no direction is left out."""
+    clip's action, a directed walk before or after it, ``lying`` after a fall or a lie-down); the
+    hard negatives and the other still parts (standing, sitting; lying too when the classes lack
+    it) are ``other`` when the classes have it; a walk with no direction is left out."""
     if action in synth.MIXED_SPEED:  # from the fall on: what follows it is the difference
         first = next(start for _, start, _, phase in phases if phase == "fall")
         return [(first, phases[-1][2], action)]

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from edge_hf.alerts import AlertLogic, AlertPolicy
+from edge_hf.runtime import RunConfig, alert_policy
+from edge_hf.spec import HyperframeSpec, Then
 from edge_hf.errors import UsageError
 
 CLASSES = ("normal", "fall", "wave")
@@ -133,3 +136,59 @@ def test_classes_are_independent_and_close_ends_open_events():
 def test_bad_policy(k, n, cooldown):
     with pytest.raises(UsageError):
         AlertPolicy((("fall", 0.5),), k, n, cooldown)
+
+
+POSES = ("normal", "fall", "lying")
+
+
+def waits(fall: list[float], lying: list[float], within: float = 0.5, cooldown: float = 0.0):
+    """Feed (fall, lying) scores at 10 hyperframes a second to a 2-of-3 logic whose fall waits
+    for lying within ``within`` s; return the start events."""
+    policy = AlertPolicy((("fall", 0.5),), 2, 3, cooldown, (Then("fall", "lying", 0.6, within),))
+    logic = AlertLogic("cam", POSES, policy, 10.0)
+    out = []
+    for i, (f, ly) in enumerate(zip(fall, lying, strict=True)):
+        out += [e for e in logic.update(np.array([0.0, f, ly], np.float32), i, 0.0)
+                if e.kind == "start"]  # fmt: skip
+    return out
+
+
+def test_a_fall_followed_by_lying_starts_once_lying_is_k_of_n():
+    fall = [0.1, 0.7, 0.9, 0.8, 0.2, 0.1, 0.1, 0.1]
+    lying = [0.0, 0.0, 0.7, 0.7, 0.3, 0.9, 0.9, 0.9]  # not the arming hyperframe's (2): 3 and 5
+    (ev,) = waits(fall, lying)
+    assert (ev.frame, ev.first, ev.score, ev.peak) == (5, 1, pytest.approx(0.9), pytest.approx(0.9))
+
+
+@pytest.mark.parametrize(
+    ("fall", "lying"),
+    [
+        ([0.9, 0.9, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2], [0.0] * 8),  # a stumble: nothing follows
+        ([0.2, 0.2, 0.9, 0.9, 0.2, 0.2, 0.2, 0.2], [0.9, 0.9, 0.9, 0.0, 0.0, 0.0, 0.0, 0.0]),  # a get-up
+        # 2 of 3 held to hyperframe 2, lying from 0.5 s after it: one hit in time, one late
+        ([0.9, 0.9, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2], [0.0] * 7 + [0.9, 0.9]),
+    ],
+)
+def test_a_fall_not_followed_by_lying_in_time_raises_nothing(fall, lying):
+    assert waits(fall, lying) == []
+
+
+def test_a_lapsed_fall_leaves_no_cooldown_and_each_start_rearms():
+    """The stumble at 0 lapses; the fall at 10 is still caught (a cooldown of 60 s would have
+    held it had the stumble alerted). Re-arming hits extend the wait from the last of them."""
+    fall = [0.9, 0.9] + [0.1] * 8 + [0.9, 0.9, 0.1, 0.1, 0.1, 0.9, 0.9, 0.1, 0.1, 0.1, 0.1, 0.1]
+    lying = [0.0] * 17 + [0.9, 0.9, 0.9, 0.9, 0.9]
+    (ev,) = waits(fall, lying, within=0.5, cooldown=60.0)
+    assert (ev.frame, ev.first) == (18, 10)
+
+
+def test_then_must_name_the_models_classes():
+    spec = HyperframeSpec(3, 1, (32, 32), POSES, (("fall", 0.5),))
+    cfg = RunConfig(cameras=("x",), then=(Then("fall", "lying_down"),))
+    with pytest.raises(UsageError, match="--then fall=lying_down: the model has no class 'lying_down'"):
+        alert_policy(spec, cfg)
+    with pytest.raises(UsageError, match="threshold in"):
+        AlertPolicy((("fall", 0.5),), then=(Then("fall", "lying", 1.5),))
+    ruled = replace(spec, alert_then=(Then("fall", "lying"),))  # the model's, unless --then
+    assert alert_policy(ruled, RunConfig(cameras=("x",))).then == ruled.alert_then
+    assert alert_policy(ruled, RunConfig(cameras=("x",), then=())).then == ()

@@ -162,6 +162,11 @@ def _a_file(t: Path) -> str:
             "the model has no class 'smoke'; its classes are ['walk_left', 'walk_right', 'wave', 'hold'",
         ),
         (
+            lambda t: ["run", "--camera", CAM, "--then", "fall=lying"],
+            2,
+            "--then fall=lying: the model has no class 'lying'; its classes are ['walk_left'",
+        ),
+        (
             lambda t: ["run", "--camera", CAM, "--every", "0"],
             2,
             "--every: expected a whole number >= 1 and <= 100000, found '0'",

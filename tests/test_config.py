@@ -58,6 +58,16 @@ def test_the_file_fills_in_and_flags_override(tmp_path: Path):
     assert dict(v["alerts.thresholds"]) == {"fall": 0.9, "normal": 0.5}
 
 
+def test_then_rules_from_flags_and_file(tmp_path: Path):
+    from edge_hf.spec import Then
+
+    assert resolve(tmp_path, None, "--camera", "x")["alerts.then"] is None  # the model's
+    v = resolve(tmp_path, "[alerts]\nthen = ['fall=lying:0.6:1.5']", "--camera", "x")
+    assert v["alerts.then"] == (Then("fall", "lying", 0.6, 1.5),)
+    v = resolve(tmp_path, "[alerts]\nthen = ['fall=lying']", "--camera", "x", "--then", "none")
+    assert v["alerts.then"] == ()
+
+
 def test_defaults_without_a_file(tmp_path: Path):
     v = resolve(tmp_path, None, "--camera", "synth://fall")
     assert {k: v[k] for k in ("model.every", "capture.fast", "mqtt.url", "spool.max_rows")} == {
@@ -82,6 +92,9 @@ def test_defaults_without_a_file(tmp_path: Path):
         ("[capture]\nfast = 'yes'", "capture.fast: expected true or false, found 'yes'"),
         ("[alerts]\nthresholds = { fall = 2 }", "alerts.thresholds: expected CLASS=P with 0 < P <= 1"),
         ("[alerts]\nk_of_n = 2", "alerts.k_of_n: expected K/N with 1 <= K <= N <= 1000 (e.g. 2/3), found 2"),
+        ("[alerts]\nthen = 'fall=lying'", "alerts.then: expected a list of CLASS=POSE[:P[:SECONDS]]"),
+        ("[alerts]\nthen = ['fall=lying:2']", "alerts.then: expected CLASS=POSE[:P[:SECONDS]] (e.g. fall=lying:0.5:1) or none, found 'fall=lying:2'"),
+        ("[alerts]\nthen = ['fall:lying']", "alerts.then: expected CLASS=POSE[:P[:SECONDS]] (e.g. fall=lying:0.5:1) or none, found 'fall:lying'"),
         ("[cameras]\n'front door' = 'x'", "cameras.front door: a camera name is letters, digits"),
         ("cameras = 'x'", "cameras: expected a table of NAME = SOURCE"),
         ("log_level = 'loud'", "log_level: expected one of debug, info, warning, error"),
@@ -244,6 +257,7 @@ GOOD = {
     "alerts.thresholds": "{ fall = 0.7 }",
     "alerts.k_of_n": '"2/3"',
     "alerts.cooldown": "4",
+    "alerts.then": '["fall=lying:0.6:1.5"]',
     "capture.fast": "true",
     "capture.stall_timeout": "5",
     "capture.open_timeout": "3",

@@ -13,6 +13,7 @@ from edge_hf.spec import (
     METADATA_KEY,
     HyperframeSpec,
     Scale,
+    Then,
     layer_thresholds,
     parse_threshold,
     write_onnx_spec,
@@ -26,6 +27,7 @@ SPEC = HyperframeSpec(
     classes=("idle", "wave", "fall"),
     alert_classes=(("fall", 0.7), ("wave", 0.9)),
     interpolation="area",
+    alert_then=(Then("fall", "idle", 0.6, 1.5),),
     arch="mobilenetv3_small_100",
     provenance=(("data", "synth v1"),),
 )
@@ -35,6 +37,9 @@ def test_json_round_trip_is_identity():
     again = HyperframeSpec.from_json(SPEC.to_json())
     assert again == SPEC
     assert json.loads(SPEC.to_json())["alert_classes"] == {"fall": 0.7, "wave": 0.9}
+    assert json.loads(SPEC.to_json())["alert_then"] == {
+        "fall": {"pose": "idle", "threshold": 0.6, "within": 1.5}
+    }
 
 
 def test_round_trip_through_onnx_file(tmp_path: Path):
@@ -99,6 +104,18 @@ BASE = SPEC.to_dict()
             pytest.raises(SpecError, match="interpolation must be one of"),
         ),
         ({"layout": "channels-first"}, pytest.raises(SpecError, match="layout must be one of")),
+        (
+            {"alert_then": {"fall": {"pose": "lying"}}},
+            pytest.raises(SpecError, match="rules between classes"),
+        ),
+        (
+            {"alert_then": {"fall": {"pose": "idle", "within": 0}}},
+            pytest.raises(SpecError, match="0 to 60 seconds, found 0.5 and 0"),
+        ),
+        (
+            {"alert_then": {"fall": "idle"}},
+            pytest.raises(SpecError, match=r"alert_then\['fall'\] must be \{pose, threshold"),
+        ),
         ({"scales": [{"frames": 3}]}, pytest.raises(SpecError, match="frames, stride, offset")),
         ({"version": 99}, pytest.raises(SpecError, match="newer than this edge-hf understands")),
         ({"colour": "rgb"}, pytest.raises(SpecError, match=r"unknown field\(s\) \['colour'\]")),

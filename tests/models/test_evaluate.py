@@ -14,7 +14,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edge_hf.spec import HyperframeSpec, write_onnx_spec
-from models.events import MISSES, Options, Stream, label_at, misses, recommend
+from edge_hf.spec import Then
+from models.events import MISSES, Options, Stream, label_at, misses, point, recommend
 from tests.conftest import run_module
 
 SPEC = HyperframeSpec(
@@ -116,6 +117,22 @@ def test_a_later_match_window_turns_a_late_alert_into_a_false_alarm(known, tmp_p
     assert p["delay_median"] == pytest.approx(((115 - 110) / FPS + (400 - 410) / FPS) / 2)
 
 
+def test_a_rule_to_wait_for_a_pose_reaches_the_replay(known, tmp_path: Path):
+    """--then fall=walk: each white burst is followed by dark frames (walk), so the same falls
+    are caught, but only once the walk follows: the first, white to 130, at 132 (0.88 s)."""
+    model, streams = known
+    r = run_module("models.evaluate", str(model), str(streams), "--cooldown", "1",
+                   "--then", "fall=walk:0.5:1", "--out", str(tmp_path))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "eval.json").read_text())
+    assert report["options"]["then"] == [{"cls": "fall", "pose": "walk", "threshold": 0.5,
+                                         "within": 1.0}]  # fmt: skip
+    p = report["classes"]["fall"]["operating"]
+    assert (p["caught"], p["in_time"], p["false_alarms"]) == (3, 2, 1)
+    assert p["delay_median"] == pytest.approx((132 - 110) / FPS)  # of -0.12, 0.88 and 1.88 s
+    assert "(fall: each alert waits for walk >= 0.5 within 1 s after it)" in r.stdout
+
+
 def test_recommend_the_most_recall_within_the_false_alarm_target():
     rows = [
         {"threshold": 0.5, "recall": 1.0, "false_per_hour": 2.0},
@@ -185,5 +202,29 @@ def test_each_missed_fall_is_told_why():
     falls = [(100, 110), (200, 210), (600, 610), (1000, 1010), (1500, 1510)]
     s = Stream("s", 25.0, 2000, np.arange(2000), np.stack([1 - p, p], 1), {"fall": falls})
     why = misses([s], 1, "fall", 0.5, (2, 3), Options(cooldown=10.0))
-    assert why == dict(zip(MISSES, (1, 1, 1, 1), strict=True))
+    assert why == dict(zip(MISSES, (1, 1, 1, 1, 0), strict=True))
     assert misses([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0))[MISSES[1]] == 0
+
+
+def test_a_fall_that_waits_for_lying_counts_only_the_falls_followed_by_it():
+    """Three fall-like moments at 25 fps: the first two followed by lying (one within the
+    second, one 2 s later), the third by nothing (a stumble). Waiting for lying within 1 s,
+    the first is caught 0.12 s after its impact, the second is missed because nothing followed
+    it in time, and the stumble raises no false alarm (it does without the wait)."""
+    fall, lying = np.zeros(1500, np.float32), np.zeros(1500, np.float32)
+    fall[100:111] = 1.0
+    lying[112:200] = 1.0  # from 2 hyperframes after the impact: 2 of 3 at frame 113
+    fall[500:511] = 1.0
+    lying[560:700] = 1.0  # 2 s late
+    fall[1000:1011] = 1.0  # nothing after it
+    probs = np.stack([1 - fall - lying, fall, lying], 1)
+    labels = ((0, 99, "walk"), (100, 110, "fall"), (111, 199, "lying"), (1000, 1010, "stumble"))
+    s = Stream("s", 25.0, 1500, np.arange(1500), probs, {"fall": [(100, 110), (500, 510)]},
+               labels, classes=("walk", "fall", "lying"))  # fmt: skip
+    wait = Options(cooldown=0.0, then=(Then("fall", "lying", 0.5, 1.0),))
+    got = point([s], 1, "fall", 0.5, (2, 3), wait)
+    assert (got["caught"], got["in_time"], got["false_alarms"]) == (1, 1, 0)
+    assert got["delay_median"] == pytest.approx(3 / 25)
+    assert misses([s], 1, "fall", 0.5, (2, 3), wait)[MISSES[4]] == 1
+    alone = point([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0))
+    assert (alone["caught"], alone["in_time"], alone["false_alarms"]) == (2, 2, 1)

@@ -77,8 +77,10 @@ def test_real_dataset_layout_split_and_pools(real_actions) -> None:
     root, used = real_actions
     ds = data.load(root)
     assert ds.classes == synth.REAL_CLASSES and ds.classes[-1] == "other"
-    # the test list is the test split; the validation part is carved from the training list
-    n = len(synth.REAL_CLASSES)
+    # the test list is the test split; the validation part is carved from the training list;
+    # lying has no clips of its own (frames of the fall and lie_down clips)
+    assert synth.POSE_CLASSES == ("lying",) and not (root / "lying").exists()
+    n = len(synth.REAL_CLASSES) - len(synth.POSE_CLASSES)
     assert len(ds.test) == n * 2 and len(ds.train) + len(ds.val) == n * 2 and ds.val
     assert ds.flip == {"walk_left": "walk_right", "walk_right": "walk_left"}
     assert json.loads((root / "flip.json").read_text()) == synthdata.FLIP_MAP
@@ -99,7 +101,8 @@ def _scene_of(rel: str) -> str:
 
 def test_real_clips_say_where_their_action_is(real_actions) -> None:
     """annotations.csv marks each clip's own action and the directed walks around it; the
-    hard negatives and the still parts (standing, lying after the fall, sitting) are other."""
+    hard negatives and the still parts (standing, sitting) are other; lying after a fall or a
+    lie-down is lying."""
     root, used = real_actions
     ds = data.load(root)
     other = ds.classes.index("other")
@@ -128,9 +131,9 @@ def test_real_clips_say_where_their_action_is(real_actions) -> None:
                 assert phase in (*synthlabels.STILL, *synth.HARD_NEGATIVES), (rel, phase)
                 assert got == {other}, (rel, phase)
                 kinds.add(phase)
-        if name == "fall":
-            fall = ds.classes.index("fall")
-            assert v.labels.index(other, v.labels.index(fall)) > v.labels.index(fall)
+        if name in ("fall", "lie_down"):  # what follows the action is lying
+            action, lying = ds.classes.index(name), ds.classes.index("lying")
+            assert v.labels.index(lying, v.labels.index(action)) > v.labels.index(action)
     assert {ds.classes.index("walk_left"), ds.classes.index("walk_right")} <= walks
     assert set(synth.HARD_NEGATIVES[:4]) <= kinds  # other's 4 clips take them in turn
 
@@ -201,13 +204,14 @@ def test_cli_help_explains_every_flag() -> None:
 
 
 def test_a_mixed_speed_dataset_pairs_staying_down_with_getting_up(tmp_path: Path) -> None:
-    """--mixed-speed: fall becomes fall_stay / fall_recover, annotated from the fall on."""
+    """--mixed-speed: fall becomes fall_stay / fall_recover, annotated from the fall on (lying
+    after it is part of them: no lying class)."""
     r = run_module("models.synthdata", str(tmp_path / "d"), "--clips-per-class", "2", "--size",
                    "48x64", "--mixed-speed")  # fmt: skip
     assert r.returncode == 0, r.stderr
     ds = data.load(tmp_path / "d", val_fraction=0.5, test_fraction=0)
-    assert ds.classes == (*synth.REAL_CLASSES[:4], "fall_stay", "fall_recover",
-                          *synth.REAL_CLASSES[5:])  # fmt: skip
+    assert ds.classes == (*synth.REAL_CLASSES[:4], "fall_stay", "fall_recover", "lie_down",
+                          "other")  # fmt: skip
     for v in ds.train + ds.val + ds.test:
         name = ds.classes[v.video_class]
         if name in synth.MIXED_SPEED:
@@ -235,7 +239,7 @@ def test_training_streams_use_training_photos_and_the_action_classes(tmp_path: P
     ds = data.load(tmp_path, val_fraction=0.5, test_fraction=0)
     assert ds.classes == synth.REAL_CLASSES
     seen = {lab for v in ds.train + ds.val for lab in v.labels} - {-1}
-    assert {"walk_left", "walk_right", "fall", "other"} <= {ds.classes[i] for i in seen}
+    assert {"walk_left", "walk_right", "fall", "lying", "other"} <= {ds.classes[i] for i in seen}
 
 
 def test_cli_training_streams_need_the_real_preset(tmp_path: Path) -> None:
