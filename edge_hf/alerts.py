@@ -106,7 +106,8 @@ class AlertLogic:
         self, probs: np.ndarray, frame: int, t: float, screen: np.ndarray | None = None
     ) -> tuple[Event, ...]:
         """``screen`` (two-stage mode): the screening model's scores of this hyperframe, which
-        the events it starts carry beside ``probs``'s (the confirming model's)."""
+        the events it starts carry beside ``probs``'s (the confirming model's, alert classes
+        only), and where a class that waits for a pose reads the pose's score."""
         np.take(probs, self._index, out=self._scores)
         np.greater_equal(self._scores, self._thr, out=self._hits[:, self._pos])
         self._window[:, self._pos] = self._scores
@@ -122,8 +123,9 @@ class AlertLogic:
                 hit = None
                 if hits >= k and frame >= self._quiet_until[c]:  # peak: at least the threshold
                     hit = (score, float(self._window[c].max()), self._first_hit(c))
-                if self._then.pose[c] >= 0:  # it waits for its pose
-                    hit = self._then.follows(c, float(probs[self._then.pose[c]]), frame, hit)
+                if self._then.pose[c] >= 0:  # it waits for its pose (two-stage: screened)
+                    seen = probs if screen is None else screen
+                    hit = self._then.follows(c, float(seen[self._then.pose[c]]), frame, hit)
                 if hit is not None:
                     ev = Event(
                         "start",
