@@ -110,7 +110,7 @@ BASE = SPEC.to_dict()
         ),
         (
             {"alert_then": {"fall": {"pose": "idle", "within": 0}}},
-            pytest.raises(SpecError, match="0 to 60 seconds, found 0.5 and 0"),
+            pytest.raises(SpecError, match="0 to 60 seconds, found 0.2 and 0"),
         ),
         (
             {"alert_then": {"fall": "idle"}},

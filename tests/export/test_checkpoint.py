@@ -13,7 +13,7 @@ EASY = HyperframeSpec(3, 1, (32, 32), ("walk", "fall", "lie_down"), (("fall", 0.
 
 
 def test_auto_a_model_with_a_lying_class_waits_for_it_after_a_fall():
-    assert with_then(LYING, None).alert_then == (Then("fall", "lying", 0.5, 1.0),)
+    assert with_then(LYING, None).alert_then == (Then("fall", "lying", 0.2, 1.0),)
     assert with_then(EASY, None).alert_then == ()  # no lying class: alerts on the fall alone
     no_fall = HyperframeSpec(3, 1, (32, 32), ("walk", "lying"), (("walk", 0.9),))
     assert with_then(no_fall, None).alert_then == ()  # fall is not an alert class
