@@ -235,7 +235,9 @@ def _validate(s: HyperframeSpec) -> None:
         check_threshold(thr, f"alert_classes[{name!r}]")
     for t in s.alert_then:
         if not isinstance(t, Then) or t.cls not in s.classes or t.pose not in s.classes:
-            raise SpecError(f"alert_then: expected rules between classes {list(s.classes)}, found {t!r}")
+            raise SpecError(
+                f"alert_then: expected rules between classes {list(s.classes)}, found {t!r}"
+            )
         if (problem := t.problem()) is not None:
             raise SpecError(f"alert_then: {problem}")
     _choice(s.interpolation, INTERPOLATIONS, "interpolation")

@@ -20,8 +20,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from edge_hf.errors import SpecError
 from edge_hf._values import then_rules
+from edge_hf.errors import SpecError
 from edge_hf.spec import parse_threshold
 from export.errors import ExportError, UsageError
 from export.formats import FORMATS, check_options, parse_formats

@@ -66,14 +66,20 @@ def _pyramid_lines(spec: dict) -> list[str]:
     return ["", f"A temporal pyramid, one input per scale through one backbone ({scales})."]
 
 
+def _alert(cls: str, threshold: float, then: dict | None) -> str:
+    """``fall ≥ 0.8``, and what it waits for (the spec's alert_then)."""
+    if then is None:
+        return f"{cls} ≥ {threshold}"
+    return (f"{cls} ≥ {threshold} once {then['pose']} ≥ {then['threshold']} follows within "
+            f"{then['within']:g} s")  # fmt: skip
+
+
 def card_lines(r: dict) -> list[str]:
     spec, data, env = r["spec"], r["data"], r["environment"]
     then = spec.get("alert_then", {})
-    alerts = ", ".join(
-        f"{c} ≥ {t}" + (f" once {then[c]['pose']} ≥ {then[c]['threshold']} follows within "
-                        f"{then[c]['within']:g} s" if c in then else "")  # fmt: skip
-        for c, t in spec["alert_classes"].items()
-    ) or "none"
+    alerts = (
+        ", ".join(_alert(c, t, then.get(c)) for c, t in spec["alert_classes"].items()) or "none"
+    )
     h, w = spec["size"]
     lines = [
         f"# Model card: {spec['arch']} on {spec['frames']}-frame hyperframes",

@@ -69,7 +69,9 @@ def starts(
     class, each waits for the pose's column). ``held`` (a bool array [thresholds, hyperframes]),
     when given, records where each could start no alert (``AlertLogic.holding``)."""
     names = tuple(f"t{i}" for i in range(len(thresholds)))
-    rules = () if then is None else tuple(Then(c, "pose", then.threshold, then.within) for c in names)
+    rules = (
+        () if then is None else tuple(Then(c, "pose", then.threshold, then.within) for c in names)
+    )
     policy = AlertPolicy(tuple(zip(names, thresholds, strict=True)), k, n, cooldown, rules)
     logic = AlertLogic(s.name, (*names, "pose"), policy, s.fps)
     out: list[list[int]] = [[] for _ in thresholds]

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from edge_hf.alerts import AlertLogic, AlertPolicy
+from edge_hf.errors import UsageError
 from edge_hf.runtime import RunConfig, alert_policy
 from edge_hf.spec import HyperframeSpec, Then
-from edge_hf.errors import UsageError
 
 CLASSES = ("normal", "fall", "wave")
 
@@ -164,7 +164,10 @@ def test_a_fall_followed_by_lying_starts_once_lying_is_k_of_n():
     ("fall", "lying"),
     [
         ([0.9, 0.9, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2], [0.0] * 8),  # a stumble: nothing follows
-        ([0.2, 0.2, 0.9, 0.9, 0.2, 0.2, 0.2, 0.2], [0.9, 0.9, 0.9, 0.0, 0.0, 0.0, 0.0, 0.0]),  # a get-up
+        (
+            [0.2, 0.2, 0.9, 0.9, 0.2, 0.2, 0.2, 0.2],
+            [0.9, 0.9, 0.9, 0.0, 0.0, 0.0, 0.0, 0.0],
+        ),  # a get-up
         # 2 of 3 held to hyperframe 2, lying from 0.5 s after it: one hit in time, one late
         ([0.9, 0.9, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2], [0.0] * 7 + [0.9, 0.9]),
     ],
@@ -185,7 +188,9 @@ def test_a_lapsed_fall_leaves_no_cooldown_and_each_start_rearms():
 def test_then_must_name_the_models_classes():
     spec = HyperframeSpec(3, 1, (32, 32), POSES, (("fall", 0.5),))
     cfg = RunConfig(cameras=("x",), then=(Then("fall", "lying_down"),))
-    with pytest.raises(UsageError, match="--then fall=lying_down: the model has no class 'lying_down'"):
+    with pytest.raises(
+        UsageError, match="--then fall=lying_down: the model has no class 'lying_down'"
+    ):
         alert_policy(spec, cfg)
     with pytest.raises(UsageError, match="threshold in"):
         AlertPolicy((("fall", 0.5),), then=(Then("fall", "lying", 1.5),))

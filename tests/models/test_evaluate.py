@@ -13,8 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edge_hf.spec import HyperframeSpec, write_onnx_spec
-from edge_hf.spec import Then
+from edge_hf.spec import HyperframeSpec, Then, write_onnx_spec
 from models.events import MISSES, Options, Stream, label_at, misses, point, recommend
 from tests.conftest import run_module
 
