@@ -62,12 +62,21 @@ def events_of(labels: list[tuple[int, int, str]], cls: str) -> list[tuple[int, i
 
 
 def starts(
-    s: Stream, column: int, thresholds, k: int, n: int, cooldown: float, held=None, then=None
+    s: Stream,
+    column: int,
+    thresholds,
+    k: int,
+    n: int,
+    cooldown: float,
+    held=None,
+    then=None,
+    armed: list[dict[int, int]] | None = None,
 ) -> list[list[int]]:
     """Alert start frames for each threshold, from the runtime's own AlertLogic: one logic with
     one pseudo-class per threshold, each fed the same score (and with ``then``, a Then of the
     class, each waits for the pose's column). ``held`` (a bool array [thresholds, hyperframes]),
-    when given, records where each could start no alert (``AlertLogic.holding``)."""
+    when given, records where each could start no alert (``AlertLogic.holding``); ``armed``
+    (one dict per threshold) where each start's k of n began (``Event.first``)."""
     names = tuple(f"t{i}" for i in range(len(thresholds)))
     rules = (
         () if then is None else tuple(Then(c, "pose", then.threshold, then.within) for c in names)
@@ -88,6 +97,8 @@ def starts(
         for ev in logic.update(tiled, frame, 0.0):
             if ev.kind == "start":
                 out[index[ev.label]].append(frame)
+                if armed is not None:
+                    armed[index[ev.label]][frame] = ev.first
     return out
 
 
@@ -159,15 +170,17 @@ def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list
     hours = sum(s.length / s.fps for s in streams) / 3600.0
     delays: list[list[float]] = [[] for _ in thresholds]
     false: list[Counter] = [Counter() for _ in thresholds]  # label at the start -> count
-    total = 0
+    total, then = 0, opts.then_of(cls)
     for s in streams:
         total += len(s.events[cls])
+        armed: list[dict[int, int]] = [{} for _ in thresholds]
         for i, alerts in enumerate(
-            starts(s, column, thresholds, k, n, opts.cooldown, then=opts.then_of(cls))
+            starts(s, column, thresholds, k, n, opts.cooldown, then=then, armed=armed)
         ):
             d, f = match(alerts, s.events[cls], s.fps, opts.match)
             delays[i] += d
-            false[i].update(label_at(s.labels, frame) for frame in f)
+            # a class that waits for a pose: named by the move that armed it, not the stillness
+            false[i].update(label_at(s.labels, armed[i][x] if then else x) for x in f)
     return [
         _row(thr, kn, total, d, f, hours, opts)
         for thr, d, f in zip(thresholds, delays, false, strict=True)

@@ -217,13 +217,19 @@ def test_a_fall_that_waits_for_lying_counts_only_the_falls_followed_by_it():
     lying[560:700] = 1.0  # 2 s late
     fall[1000:1011] = 1.0  # nothing after it
     probs = np.stack([1 - fall - lying, fall, lying], 1)
-    labels = ((0, 99, "walk"), (100, 110, "fall"), (111, 199, "lying"), (1000, 1010, "stumble"))
+    labels = ((0, 99, "walk"), (100, 110, "fall"), (111, 199, "lying"), (1000, 1010, "stumble"),
+              (1011, 1499, "stand"))  # fmt: skip
     s = Stream("s", 25.0, 1500, np.arange(1500), probs, {"fall": [(100, 110), (500, 510)]},
                labels, classes=("walk", "fall", "lying"))  # fmt: skip
     wait = Options(cooldown=0.0, then=(Then("fall", "lying", 0.5, 1.0),))
     got = point([s], 1, "fall", 0.5, (2, 3), wait)
     assert (got["caught"], got["in_time"], got["false_alarms"]) == (1, 1, 0)
     assert got["delay_median"] == pytest.approx(3 / 25)
+    lying[1012:1100] = 1.0  # the stumble followed by stillness: a false alarm, named by the move
+    probs[:, 2] = lying
+    got = point([s], 1, "fall", 0.5, (2, 3), wait)
+    assert got["false_by_label"] == {"stumble": 1}
     assert misses([s], 1, "fall", 0.5, (2, 3), wait)[MISSES[4]] == 1
     alone = point([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0))
     assert (alone["caught"], alone["in_time"], alone["false_alarms"]) == (2, 2, 1)
+    assert alone["false_by_label"] == {"stumble": 1}
