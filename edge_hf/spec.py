@@ -124,6 +124,8 @@ class HyperframeSpec:
         d["scales"] = [asdict(s) for s in self.scales]
         d["alert_then"] = {t.cls: {"pose": t.pose, "threshold": t.threshold, "within": t.within}
                            for t in self.alert_then}  # fmt: skip
+        if not self.alert_then:  # absent: an edge-hf without it still reads the model
+            del d["alert_then"]
         d["provenance"] = dict(self.provenance)
         return d
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -40,6 +41,9 @@ def test_json_round_trip_is_identity():
     assert json.loads(SPEC.to_json())["alert_then"] == {
         "fall": {"pose": "idle", "threshold": 0.6, "within": 1.5}
     }
+    plain = replace(SPEC, alert_then=())  # no rule: no field, so older runtimes read it too
+    assert "alert_then" not in json.loads(plain.to_json())
+    assert HyperframeSpec.from_json(plain.to_json()) == plain
 
 
 def test_round_trip_through_onnx_file(tmp_path: Path):
