@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import openvino as ov
@@ -14,7 +16,15 @@ F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 
 
 def convert(onnx_path: Path) -> ov.Model:
-    return ov.convert_model(str(onnx_path))
+    """The ONNX file as an OpenVINO model. ovc reads a path with a comma as several models
+    (an --out folder named "a,b" failed with a traceback): such a path is converted from a
+    copy under a plain name."""
+    if "," not in str(onnx_path):
+        return ov.convert_model(str(onnx_path))
+    with tempfile.TemporaryDirectory(prefix="edge-hf-export-") as tmp:
+        plain = Path(tmp) / "model.onnx"
+        shutil.copyfile(onnx_path, plain)
+        return ov.convert_model(str(plain))
 
 
 def save(model: ov.Model, spec: HyperframeSpec, path: Path, fp16: bool = False) -> None:

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 import onnx

@@ -175,6 +175,22 @@ def test_fp16_weights_halve_the_ir_within_their_own_tolerance(tiny_ckpt: Path, t
     assert load_backend(out / "model.xml").spec == load_checkpoint(tiny_ckpt).spec
 
 
+def test_an_output_folder_with_a_comma_in_its_name_exports(tiny_ckpt: Path, tmp_path: Path):
+    """ovc reads "a,b" as two models: the OpenVINO conversion failed with a traceback."""
+    from export.__main__ import main
+
+    out = tmp_path / "cam 1,2"
+    assert main([str(tiny_ckpt), "--formats", "openvino", "--out", str(out), "--repeats", "3"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["formats"]["openvino"]["parity"]["argmax_agree"] == 1.0  # checked in export
+    backend = load_backend(out / "model.xml")  # its weights did not stay in the deleted copy
+    x = np.full(backend.spec.input_shape(), 128, np.uint8)
+    logits = np.zeros((1, len(backend.spec.classes)), np.float32)
+    backend.bind([x], logits)
+    backend.infer()
+    assert np.isfinite(logits).all() and logits.any()
+
+
 ADVICE_TAIL = (
     ", or export again with --ranges quantile or --max-drop 0.01 and check that the falls are "
     "still caught (python -m models.evaluate MODEL STREAMS, python -m export.demo_check MODEL)."
