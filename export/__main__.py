@@ -72,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=["mixed", "performance"], help="openvino-int8 (mixed)")
     p.add_argument(
         "--ranges",
-        choices=["minmax", "mean-minmax", "quantile"],
-        help="openvino-int8: activation ranges over the calibration set (minmax; see README)",
+        choices=["minmax", "mean-minmax", "quantile", "nncf"],
+        help="openvino-int8: activation ranges over the calibration set (minmax; nncf: NNCF's own "
+        "choice per quantizer; see README)",
     )
     p.add_argument(
         "--overflow-fix",
