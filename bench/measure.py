@@ -77,7 +77,12 @@ def limit_call(backend, inputs: list[np.ndarray]):
         out = np.zeros((inputs[0].shape[0], len(backend.spec.classes)), np.float32)
         name = s.get_outputs()[0].name
         binding.bind_output(name, "cpu", 0, np.float32, list(out.shape), out.ctypes.data)
-        return lambda: s.run_with_iobinding(binding)
+
+        def call() -> np.ndarray:  # holds ``out``: ORT writes there by address (freed: a segfault)
+            s.run_with_iobinding(binding)
+            return out
+
+        return call
     import openvino as ov
 
     request = backend.compiled.create_infer_request()

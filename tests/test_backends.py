@@ -206,3 +206,21 @@ def test_bound_inference_stops_allocating_after_warm_up(models, fmt):
     finally:
         tracemalloc.stop()
     assert grown < 1000  # one object per call would be >= 32 kB
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "openvino"])
+def test_bound_buffers_live_as_long_as_the_backend(models, backend):
+    """The engine writes to the bound output by address: if the caller drops its arrays, the
+    backend must still hold them (freed, the next call writes into reused memory: a segfault)."""
+    import gc
+    import weakref
+
+    b = load_backend(models["onnx"], backend)
+    x, out = np.zeros(MOTION_SPEC.input_shape(), np.uint8), np.zeros((1, 2), np.float32)
+    b.bind([x], out)
+    refs = weakref.ref(x), weakref.ref(out)
+    del x, out
+    gc.collect()
+    assert all(r() is not None for r in refs)
+    b.infer()
+    assert np.isfinite(refs[1]()).all()

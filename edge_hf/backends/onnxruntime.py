@@ -80,6 +80,7 @@ class OrtBackend:
         if not isinstance(outs[0].shape[1], int):
             self._probe_output(ins, outs[0].name)
         self._bindings: list[Any] = []  # one per batch size 1..B, made by bind()
+        self._bound: tuple[list[np.ndarray], np.ndarray] | None = None
         self._names = [i.name for i in ins], outs[0].name
 
     def _probe_output(self, ins: list[Any], out_name: str) -> None:
@@ -102,6 +103,7 @@ class OrtBackend:
     def bind(self, inputs: list[np.ndarray], output: np.ndarray) -> None:
         in_names, out_name = self._names
         self._bindings = []
+        self._bound = (inputs, output)  # ORT keeps only their addresses: they must outlive it
         for n in range(1, len(output) + 1):  # rows are contiguous: the first n share a pointer
             b = self.session.io_binding()
             for name, arr in zip(in_names, inputs, strict=True):
