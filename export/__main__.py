@@ -2,7 +2,7 @@
 
     python -m export runs/NAME/best.pt --formats onnx,openvino,openvino-int8 \\
         [--calib DATASET] [--out DIR] [--force] [--fp16] [--max-drop X] [--threshold CLASS=P]
-        [--subset-size N] [--preset mixed|performance] [--ranges minmax|mean-minmax|quantile]
+        [--subset-size N] [--preset mixed|performance] [--ranges auto|minmax|mean-minmax|quantile|nncf]
 
 Writes DIR (default: ``export/`` beside the checkpoint) with the model files, ``report.json``
 and ``MODEL_CARD.md``, all or nothing. Errors are one line on stderr with an exit code:
@@ -72,9 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=["mixed", "performance"], help="openvino-int8 (mixed)")
     p.add_argument(
         "--ranges",
-        choices=["minmax", "mean-minmax", "quantile", "nncf"],
-        help="openvino-int8: activation ranges over the calibration set (minmax; nncf: NNCF's own "
-        "choice per quantizer; see README)",
+        choices=["auto", "minmax", "mean-minmax", "quantile", "nncf"],
+        help="openvino-int8: activation ranges over the calibration set (auto: minmax, quantile "
+        "and nncf each tried, the one whose INT8 alerts where FP32 does on the validation "
+        "split kept; nncf: NNCF's own choice per quantizer; see README)",
     )
     p.add_argument(
         "--overflow-fix",
@@ -137,7 +138,7 @@ def options(argv: list[str]):
     quant = QuantOptions(
         subset_size=args.subset_size or 300,
         preset=args.preset or "mixed",
-        ranges=args.ranges or "minmax",
+        ranges=args.ranges or "auto",
         max_drop=args.max_drop,
         keep_float=_keep_float(args.keep_float),
         overflow_fix=args.overflow_fix or "enable",

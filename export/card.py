@@ -130,6 +130,20 @@ def card_lines(r: dict) -> list[str]:
 LOSS_LIMIT = 0.01  # one point of top-1, per video or per window
 
 
+def _choice(c: dict | None) -> str:
+    """Why these ranges (``--ranges auto``): each candidate's alert agreement with FP32."""
+    if not c:
+        return ""
+    each = ", ".join(
+        f"{name} {v['alert_agreement']:.2f} ({v['top1_agreement']:.1%} top-1)"
+        for name, v in c["candidates"].items()
+    )
+    return (
+        f" (chosen by alert agreement with FP32 on the {c['on']}: the F1 of the hyperframes "
+        f"where each reaches an alert class's threshold; {each})"
+    )
+
+
 def int8_advice(shipped: list[str]) -> str:
     """What to do when INT8 loses more than a point: deploy the FP32 file this export wrote."""
     fp32 = next(
@@ -138,8 +152,8 @@ def int8_advice(shipped: list[str]) -> str:
         "an FP32 file (export again with --formats openvino)",
     )  # fmt: skip
     return (
-        f"More than 1 point lost: deploy {fp32} instead, or export again with --ranges "
-        "quantile or --max-drop 0.01 and check that the falls are still caught (python -m "
+        f"More than 1 point lost: deploy {fp32} instead, or export again with --max-drop "
+        "0.01 or another --ranges and check that the falls are still caught (python -m "
         "models.evaluate MODEL STREAMS, python -m export.demo_check MODEL)."
     )
 
@@ -221,7 +235,7 @@ def data_lines(r: dict, data: dict) -> list[str]:
         f"INT8 calibration: {data['calib_windows']} hyperframes from the {data['train_videos']} "
         f"training videos, as many per class and spread from still to fast within a class; NNCF preset {q['preset']}, subset_size {q['subset_size']}, "
         f"fast_bias_correction={q['fast_bias_correction']}, activation ranges "
-        f"{q['activation_ranges']}"
+        f"{q['activation_ranges']}{_choice(q.get('range_choice'))}"
         + (f", accuracy control with max drop {q['max_drop']}" if q["max_drop"] else "")
         + (f", kept in float: {', '.join(q['keep_float'])}" if q.get("keep_float") else "")
         + (f", overflow fix: {q['overflow_fix']}" if q.get("overflow_fix") else "")

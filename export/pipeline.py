@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from edge_hf.spec import HyperframeSpec, Then
-from export import measure
+from export import measure, ranges
 from export.card import environment, write_card, write_report
 from export.checkpoint import Checkpoint, load_checkpoint, with_then, with_thresholds
 from export.data import EvalData, load_data
@@ -71,6 +72,7 @@ class Built:
     files: dict[str, Path] = field(default_factory=dict)
     logits: dict[str, np.ndarray] = field(default_factory=dict)
     parity: dict[str, dict] = field(default_factory=dict)
+    ranges: dict | None = None  # --ranges auto: each candidate's judgement and the choice
 
 
 def build(
@@ -100,7 +102,8 @@ def build(
                 "preset": opts.quant.preset,
                 "subset_size": min(opts.quant.subset_size, len(data.calib)),
                 "fast_bias_correction": False,
-                "activation_ranges": opts.quant.ranges,
+                "activation_ranges": built.ranges["chosen"] if built.ranges else opts.quant.ranges,
+                "range_choice": built.ranges,
                 "max_drop": opts.quant.max_drop,
                 "keep_float": list(opts.quant.keep_float),
                 "overflow_fix": opts.quant.overflow_fix,
@@ -142,9 +145,35 @@ def write_formats(
             written("openvino", measure.PARITY_TOL, "openvino (OpenVINO FP32)")
     if BY_NAME["openvino-int8"] in chosen:
         b.files["openvino-int8"] = folder / BY_NAME["openvino-int8"].filename
-        save(quantize(ov_model, data, opts.quant), spec, b.files["openvino-int8"])
+        int8, b.ranges = quantized(ov_model, spec, data, opts.quant, b.files["onnx"])
+        save(int8, spec, b.files["openvino-int8"])
         written("openvino-int8", None, "")  # judged by its accuracy, not by parity
     return b
+
+
+def quantized(
+    ov_model: Any, spec: HyperframeSpec, data: EvalData, quant: QuantOptions, fp32: Path
+) -> tuple[Any, dict | None]:
+    """The INT8 model; with ``--ranges auto`` each candidate's, judged on the validation split
+    against ``fp32`` (export.ranges), and the judgement for the report."""
+    if quant.ranges != "auto":
+        return quantize(ov_model.clone(), data, quant), None
+    n, x = len(spec.classes), data.tune.x
+    models, files = {}, {}
+    for name in ranges.CANDIDATES:
+        models[name] = quantize(ov_model.clone(), data, replace(quant, ranges=name, max_drop=None))
+        files[name] = fp32.with_name(f"int8-{name}.xml")  # staging only: dropped by run()
+        save(models[name], spec, files[name])
+    ref = measure.backend_logits(fp32, x, n)
+    chosen, judged = ranges.choose(spec, ref, files, lambda f: measure.backend_logits(f, x, n))
+    if quant.max_drop is not None:  # accuracy control, on the chosen ranges
+        models[chosen] = quantize(ov_model.clone(), data, replace(quant, ranges=chosen))
+    on = "validation split" if data.tune is not data.val else "test split (no validation split)"
+    return models[chosen], {
+        "chosen": chosen,
+        "on": f"{on}, {len(x)} hyperframes",
+        "candidates": judged,
+    }
 
 
 def _row(name: str, b: Built, ckpt: Checkpoint, data: EvalData, opts: ExportOptions) -> dict:

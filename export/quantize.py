@@ -4,11 +4,12 @@ MobileNetV3's hard-swish and squeeze-excite lose accuracy with NNCF's fast defau
 defaults here are the accurate ones: the mixed preset (symmetric weights, asymmetric
 activations) and the full bias correction (``fast_bias_correction=False``).
 
-Activation ranges are the min/max over the whole calibration set (``ranges="minmax"``), not
-NNCF's default mean of each hyperframe's min/max. What tells a fall from a lie-down is fast
-motion, and fast motion is rare: a few calibration hyperframes in a hundred. Averaged ranges are
-set by the still ones and clip the large activations that motion produces in the early layers;
-on the synthetic demo that turns every fall into a lie-down (see the README).
+Activation ranges (``ranges``): ``minmax`` over the whole calibration set keeps the large
+activations of fast motion, which is rare (a few calibration hyperframes in a hundred): averaged
+ranges are set by the still ones and clip them, and on the synthetic demo that turns every fall
+into a lie-down. But on a realistic model one outlier can take min/max's whole range. No
+estimator suits every model, so the pipeline's default (``auto``, export.ranges) tries
+``minmax``, ``quantile`` and ``nncf`` and keeps the one whose alerts follow the float model's.
 
 ``max_drop`` switches to ``quantize_with_accuracy_control``, which keeps the most harmful layers
 in float until the report's top-1 is within ``max_drop`` (absolute, 0.01 = one point) of the
@@ -74,7 +75,7 @@ PRESETS = {
 class QuantOptions:
     subset_size: int = 300
     preset: str = "mixed"
-    ranges: str = "minmax"  # activation ranges: a key of RANGES
+    ranges: str = "auto"  # activation ranges: a key of RANGES, or auto (export.ranges)
     max_drop: float | None = None  # None: plain nncf.quantize
     keep_float: tuple[str, ...] = DEFAULT_KEEP_FLOAT  # groups of KEEP_FLOAT left unquantized
     overflow_fix: str = "enable"  # a key of OVERFLOW_FIX (enable: 7-bit weights everywhere)
@@ -91,8 +92,10 @@ class QuantOptions:
             raise UsageError(
                 f"--overflow-fix: expected one of {list(OVERFLOW_FIX)}, found {self.overflow_fix!r}"
             )
-        if self.ranges not in RANGES:
-            raise UsageError(f"--ranges: expected one of {list(RANGES)}, found {self.ranges!r}")
+        if self.ranges not in (*RANGES, "auto"):
+            raise UsageError(
+                f"--ranges: expected one of {[*RANGES, 'auto']}, found {self.ranges!r}"
+            )
         if self.subset_size < 1:
             raise UsageError(f"--subset-size: expected >= 1, found {self.subset_size}")
         if self.max_drop is not None and not 0 < self.max_drop < 1:

@@ -17,6 +17,7 @@ from edge_hf.backends import load_backend
 from edge_hf.sampler import resize_into
 from edge_hf.spec import METADATA_KEY, RT_INFO_PATH, HyperframeSpec
 from export.checkpoint import load_checkpoint
+from export.ranges import CANDIDATES, best
 from tests.export.conftest import SIZE
 
 FILES = {"onnx": "model.onnx", "openvino": "model.xml", "openvino-int8": "model-int8.xml"}
@@ -140,11 +141,15 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
         a = report["adapter"][engine]
         assert a["adapter_ms"] == pytest.approx(a["model_ms"] - a["backbone_ms"])
     assert report["data"]["test_videos"] == 12 and report["data"]["train_videos"] == 9
-    assert report["export"]["quantization"] == {
+    q = dict(report["export"]["quantization"])
+    choice = q.pop("range_choice")  # --ranges auto: every candidate judged, the best kept
+    assert set(choice["candidates"]) == set(CANDIDATES) and choice["on"].startswith("validation")
+    assert choice["chosen"] == best(choice["candidates"])
+    assert q == {
         "preset": "mixed",
         "subset_size": report["data"]["calib_windows"],
         "fast_bias_correction": False,
-        "activation_ranges": "minmax",
+        "activation_ranges": choice["chosen"],
         "max_drop": None,
         "keep_float": ["se", "head"],
         "overflow_fix": "enable",
@@ -154,6 +159,7 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
     for label in ("PyTorch (trained)", "ONNX FP32", "OpenVINO FP32", "OpenVINO INT8"):
         assert label in card
     assert "fall ≥ 0.9" in card and json.dumps(report)  # serialisable
+    assert f"activation ranges {choice['chosen']} (chosen by alert agreement with FP32" in card
 
 
 def test_fp16_weights_halve_the_ir_within_their_own_tolerance(tiny_ckpt: Path, tmp_path: Path):
@@ -192,7 +198,7 @@ def test_an_output_folder_with_a_comma_in_its_name_exports(tiny_ckpt: Path, tmp_
 
 
 ADVICE_TAIL = (
-    ", or export again with --ranges quantile or --max-drop 0.01 and check that the falls are "
+    ", or export again with --max-drop 0.01 or another --ranges and check that the falls are "
     "still caught (python -m models.evaluate MODEL STREAMS, python -m export.demo_check MODEL)."
 )
 
