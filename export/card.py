@@ -189,7 +189,13 @@ def metrics_table(r: dict) -> list[str]:
             "",
             f"INT8 against OpenVINO FP32: top-1 {-d['top1'] * 100:+.1f} points, window top-1 "
             f"{-d['window_top1'] * 100:+.1f} points; it picks the trained model's class on "
-            f"{int8['agree_with_torch'] * 100:.1f} % of test hyperframes.",
+            f"{int8['agree_with_torch'] * 100:.1f} % of test hyperframes"
+            + (
+                f"; its alerts agree with FP32's at {int8['alert_agreement']:.2f} (F1 of the test "
+                "hyperframes where each reaches 0.5, the alert threshold or halfway to 1)."
+                if "alert_agreement" in int8
+                else "."
+            ),
         ]
         if max(d["top1"], d["window_top1"]) > LOSS_LIMIT:
             lines.append(int8_advice(r["export"]["shipped"]))

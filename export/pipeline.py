@@ -84,6 +84,11 @@ def build(
     _latency(rows, built, ckpt, data, opts.repeats)
     if "openvino-int8" in rows:
         rows["openvino-int8"]["drop"] = _drop(rows["openvino"], rows["openvino-int8"])
+        if spec.alert_classes:  # where INT8 alerts against where FP32 does (export.ranges)
+            logits = built.logits["openvino"], built.logits["openvino-int8"]
+            rows["openvino-int8"]["alert_agreement"] = ranges.judge(spec, *logits)[
+                "alert_agreement"
+            ]
     adapter = None  # a pyramid's first conv sees every scale at once: nothing to compare alone
     if len(spec.inputs) == 1:
         backbone = folder / "backbone.onnx"

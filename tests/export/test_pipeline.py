@@ -160,6 +160,8 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
         assert label in card
     assert "fall ≥ 0.9" in card and json.dumps(report)  # serialisable
     assert f"activation ranges {choice['chosen']} (chosen by alert agreement with FP32" in card
+    agreement = rows["openvino-int8"]["alert_agreement"]  # on the test split, not the choice's
+    assert 0 <= agreement <= 1 and f"its alerts agree with FP32's at {agreement:.2f}" in card
 
 
 def test_fp16_weights_halve_the_ir_within_their_own_tolerance(tiny_ckpt: Path, tmp_path: Path):
