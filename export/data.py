@@ -13,7 +13,7 @@ import numpy as np
 from edge_hf.spec import HyperframeSpec
 from export.errors import DataError
 from models import data as datasets
-from models.cache import FrameCache
+from models.cache import DEFAULT_LIMIT_GB, FrameCache
 from models.dataset import EvalSet, Windows
 
 
@@ -62,7 +62,12 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
                 f"calibration data {root} has no {split} videos; INT8 calibration needs training "
                 "videos and the accuracy report needs test videos"
             )
-    cache = FrameCache(Path(config.get("cache", ".cache/frames")), spec.size, spec.interpolation)
+    cache = FrameCache(
+        Path(config.get("cache", ".cache/frames")),
+        spec.size,
+        spec.interpolation,
+        float(config.get("cache_limit_gb", DEFAULT_LIMIT_GB)),
+    )
     abnormal = frozenset(ds.classes.index(c) for c in config.get("abnormal", ()) if c in ds.classes)
     clips = int(config.get("eval_clips", 3))
 

@@ -1,9 +1,16 @@
 """Frame cache: each video decoded once, resized with the runtime's own ``resize_into``, kept as
-a uint8 ``[F, H, W, 3]`` BGR memmap keyed by the file's content and the target size."""
+a uint8 ``[F, H, W, 3]`` BGR memmap keyed by the file's content and the target size.
+
+Entries are raw frames (a 700-clip dataset at 160 px is about 2 GB), so the cache keeps to a
+size limit: before a new entry is written, the least recently used entries that this run has
+not used are deleted until it fits (a run that alone needs more than the limit is told so once,
+and nothing it uses is deleted). A full disk is an error that names the folder and the fix."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 from pathlib import Path
 
@@ -11,13 +18,27 @@ import cv2
 import numpy as np
 
 from edge_hf.sampler import resize_into
+from models.data import DataError
+
+DEFAULT_LIMIT_GB = 20.0
+log = logging.getLogger(__name__)
 
 
 class FrameCache:
-    def __init__(self, root: Path, size: tuple[int, int], interpolation: str = "linear") -> None:
+    def __init__(
+        self,
+        root: Path,
+        size: tuple[int, int],
+        interpolation: str = "linear",
+        limit_gb: float = DEFAULT_LIMIT_GB,
+    ) -> None:
         self.root, self.size, self.interpolation = Path(root), size, interpolation
         self.root.mkdir(parents=True, exist_ok=True)
+        self.limit = int(limit_gb * 1e9) if limit_gb > 0 else 0  # bytes; 0: no limit
         self.decoded = 0  # videos decoded by this instance (0 on a warm cache)
+        self.evicted = 0  # entries this instance deleted to stay under the limit
+        self._used: set[Path] = set()  # entries this run has returned: never evicted by it
+        self._warned = False
 
     def key(self, video: Path) -> str:
         h = hashlib.sha1()
@@ -29,14 +50,61 @@ class FrameCache:
     def frames(self, video: Path) -> np.ndarray | None:
         """All frames of ``video`` at the cache size (read-only memmap), or None if unreadable."""
         path = self.root / f"{self.key(video)}.npy"
-        if not path.exists():
+        if path.exists():
+            with contextlib.suppress(OSError):  # a read-only cache still serves its entries
+                os.utime(path)  # recently used: the last to be evicted
+        else:
             frames = self._decode(video)
             if frames is None:
                 return None
-            tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+            self._make_room(frames.nbytes)
+            self._write(path, frames)
+        self._used.add(path)
+        return np.load(path, mmap_mode="r")
+
+    def _write(self, path: Path, frames: np.ndarray) -> None:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+        try:
             np.save(tmp, frames)
             tmp.replace(path)  # atomic: a crashed run never leaves a half-written entry
-        return np.load(path, mmap_mode="r")
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise DataError(
+                f"frame cache {self.root}: cannot write a {frames.nbytes / 1e6:.0f} MB entry "
+                f"({e.strerror or e}); free space there, or pass --cache FOLDER on another disk "
+                "or a lower --cache-limit-gb"
+            ) from None
+
+    def _make_room(self, need: int) -> None:
+        """Delete the least recently used entries this run has not used until ``need`` bytes
+        more fit under the limit (other runs sharing the folder keep what they mapped: a
+        deleted file lives on while it is mapped)."""
+        if not self.limit:
+            return
+        entries = []
+        for p in self.root.glob("*.npy"):
+            if ".tmp" in p.suffixes:
+                continue
+            try:
+                st = p.stat()
+            except FileNotFoundError:  # evicted by another run meanwhile
+                continue
+            entries.append((st.st_mtime, st.st_size, p))
+        total = sum(size for _, size, _ in entries)
+        for _, size, p in sorted(entries):
+            if total + need <= self.limit:
+                return
+            if p not in self._used:
+                p.unlink(missing_ok=True)
+                total, self.evicted = total - size, self.evicted + 1
+        if total + need > self.limit and not self._warned:
+            self._warned = True
+            log.warning(
+                "frame cache %s: this run's videos alone need more than its %.1f GB limit; "
+                "they are all kept (raise --cache-limit-gb to keep other runs' entries too)",
+                self.root,
+                self.limit / 1e9,
+            )
 
     def _decode(self, video: Path) -> np.ndarray | None:
         cap = cv2.VideoCapture(str(video))

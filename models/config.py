@@ -15,6 +15,7 @@ import tomllib
 from edge_hf.errors import SpecError
 from edge_hf.spec import HyperframeSpec, Scale
 from models.augment import MODES
+from models.cache import DEFAULT_LIMIT_GB
 from models.data import STRATEGIES, DataError
 from models.model import INFLATIONS, INPUTS
 
@@ -59,6 +60,7 @@ class TrainConfig:
     device: str = "auto"
     out: str = "runs"
     cache: str = ".cache/frames"
+    cache_limit_gb: float = DEFAULT_LIMIT_GB
 
     def __post_init__(self) -> None:
         checks = [
@@ -79,6 +81,7 @@ class TrainConfig:
             ),
             (self.patience >= 0, "patience", "a whole number of epochs >= 0 (0: off)"),
             (self.time_limit >= 0, "time_limit", "minutes >= 0 (0: none)"),
+            (self.cache_limit_gb >= 0, "cache_limit_gb", "gigabytes >= 0 (0: no limit)"),
             (0 <= self.val_fraction < 1, "val_fraction", "a fraction in [0, 1)"),
             (0 <= self.test_fraction < 1, "test_fraction", "a fraction in [0, 1)"),
         ]
@@ -142,6 +145,8 @@ HELP = {
     "device": "auto, cpu, cuda, cuda:N",
     "out": "folder for runs",
     "cache": "folder for the decoded-frame cache",
+    "cache_limit_gb": "size limit of the frame cache in GB: the least recently used videos of "
+    "other runs are deleted beyond it (0: no limit)",
 }
 
 

@@ -74,7 +74,7 @@ class Loaders(NamedTuple):
 
 
 def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loaders:
-    cache = FrameCache(Path(cfg.cache), (cfg.size, cfg.size), "linear")
+    cache = FrameCache(Path(cfg.cache), (cfg.size, cfg.size), "linear", cfg.cache_limit_gb)
     abnormal = frozenset(ds.classes.index(c) for c in cfg.abnormal if c in ds.classes)
 
     def windows(videos: tuple[datasets.Video, ...]) -> Windows:
