@@ -1,10 +1,11 @@
 """Frame cache: each video decoded once, resized with the runtime's own ``resize_into``, kept as
 a uint8 ``[F, H, W, 3]`` BGR memmap keyed by the file's content and the target size.
 
-Entries are raw frames (the realistic data's 700 clips and 24 stories at 160 px: 7.2 GB), so the cache keeps to a
-size limit: before a new entry is written, the least recently used entries that this run has
-not used are deleted until it fits (a run that alone needs more than the limit is told so once,
-and nothing it uses is deleted). A full disk is an error that names the folder and the fix."""
+Entries are raw frames (the realistic data's 700 clips and 24 stories at 160 px: 7.2 GB), so
+the cache keeps to a size limit: before a new entry is written, the least recently used entries
+that this run has not used are deleted until it fits (a run that alone needs more than the limit
+is told so once, and nothing it uses is deleted). A full disk is an error that names the folder
+and the fix."""
 
 from __future__ import annotations
 
