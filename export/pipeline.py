@@ -164,13 +164,14 @@ def quantized(
     if quant.ranges != "auto":
         return quantize(ov_model.clone(), data, quant), None
     n, x = len(spec.classes), data.tune.x
-    models, files = {}, {}
+    ref = measure.backend_logits(fp32, x, n)
+    models, judged = {}, {}
     for name in ranges.CANDIDATES:
         models[name] = quantize(ov_model.clone(), data, replace(quant, ranges=name, max_drop=None))
-        files[name] = fp32.with_name(f"int8-{name}.xml")  # staging only: dropped by run()
-        save(models[name], spec, files[name])
-    ref = measure.backend_logits(fp32, x, n)
-    chosen, judged = ranges.choose(spec, ref, files, lambda f: measure.backend_logits(f, x, n))
+        path = fp32.with_name(f"int8-{name}.xml")  # staging only: dropped by run()
+        save(models[name], spec, path)  # scored by the runtime's own backend, as deployed
+        judged[name] = ranges.judge(spec, ref, measure.backend_logits(path, x, n))
+    chosen = ranges.best(judged)
     if quant.max_drop is not None:  # accuracy control, on the chosen ranges
         models[chosen] = quantize(ov_model.clone(), data, replace(quant, ranges=chosen))
     on = "validation split" if data.tune is not data.val else "test split (no validation split)"

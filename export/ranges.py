@@ -15,8 +15,7 @@ to the earlier candidate (min/max first, the default before this choice).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -69,15 +68,3 @@ def best(judged: Mapping[str, Mapping[str, float]]) -> str:
         names,
         key=lambda n: (judged[n]["alert_agreement"], judged[n]["top1_agreement"], -names.index(n)),
     )
-
-
-def choose(
-    spec: HyperframeSpec,
-    ref_logits: np.ndarray,
-    candidates: Mapping[str, Path],
-    logits_of: Callable[[Path], np.ndarray],
-) -> tuple[str, dict[str, dict[str, float]]]:
-    """Judge each written candidate file (``logits_of`` runs it on the hyperframes that
-    ``ref_logits`` came from) and name the best."""
-    judged = {name: judge(spec, ref_logits, logits_of(path)) for name, path in candidates.items()}
-    return best(judged), judged
