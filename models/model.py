@@ -152,10 +152,12 @@ def load_pretrained(net: HyperframeNet, source: str, inflation: str) -> None:
             raise FileNotFoundError(f"pretrained weights {source} do not exist")
         state = torch.load(source, map_location="cpu", weights_only=True)
     state = state.get("state_dict", state.get("model", state)) if isinstance(state, dict) else state
-    if any(k.startswith("backbone.") for k in state):  # an edge-hf checkpoint (best.pt)
-        state = {k[len("backbone.") :]: v for k, v in state.items() if k.startswith("backbone.")}
     own = net.backbone.state_dict()
     key = f"{net.first_conv}.weight"
+    if any(k.startswith("backbone.") for k in state):  # an edge-hf checkpoint (best.pt)
+        state = {k[len("backbone.") :]: v for k, v in state.items() if k.startswith("backbone.")}
+        if key in state and state[key].shape[1] == 3:  # T=1: BGR already; back to timm's RGB
+            state[key] = state[key][:, _BGR]
     if key in state and state[key].shape[1] == 3 and own[key].shape[1] != 3:
         if inflation == "random":
             del state[key]

@@ -117,3 +117,21 @@ def test_an_edge_hf_checkpoint_is_a_start_for_another_class_list(tmp_path):
         net.backbone.blocks[1][0].conv_pw.weight, easy.backbone.blocks[1][0].conv_pw.weight
     )
     assert net.backbone.classifier.weight.shape[0] == 7
+
+
+@pytest.mark.parametrize("mode", ["frames", "diff"])
+def test_a_single_frame_edge_hf_checkpoint_starts_a_hyperframe_model(tmp_path, mode):
+    """Pretraining on stills (T=1, BGR like every edge-hf model) then T=3: a still hyperframe
+    gives the T=1 model's logits, colour order kept."""
+    still = build("mobilenetv3_small_100", 1, 4, input_mode=mode).eval()
+    torch.nn.init.normal_(still.stem().weight)
+    torch.save({"model": still.state_dict()}, tmp_path / "best.pt")
+    net = build(
+        "mobilenetv3_small_100", 3, 4, pretrained=str(tmp_path / "best.pt"), input_mode=mode
+    )
+    frame = torch.randint(0, 256, (2, 64, 64, 3), dtype=torch.uint8)
+    frame[..., 0] = 0  # no blue: a swapped colour order would show
+    with torch.no_grad():
+        got = net.eval()(frame[:, None].repeat(1, 3, 1, 1, 1))
+        want = still(frame[:, None])
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
