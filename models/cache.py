@@ -38,8 +38,13 @@ class FrameCache:
         self.limit = int(limit_gb * 1e9) if limit_gb > 0 else 0  # bytes; 0: no limit
         self.decoded = 0  # videos decoded by this instance (0 on a warm cache)
         self.evicted = 0  # entries this instance deleted to stay under the limit
+        self.scans = (
+            0  # looks at the whole folder (one per ~5 % of the limit written, not per entry)
+        )
         self._used: set[Path] = set()  # entries this run has returned: never evicted by it
         self._warned = False
+        self._total = 0  # bytes in the folder at the last scan, plus what this run wrote since
+        self._scan_at = -1  # the next write that takes _total past this looks at the folder again
 
     def key(self, video: Path) -> str:
         h = hashlib.sha1()
@@ -78,10 +83,37 @@ class FrameCache:
 
     def _make_room(self, need: int) -> None:
         """Delete the least recently used entries this run has not used until ``need`` bytes
-        more fit under the limit (other runs sharing the folder keep what they mapped: a
-        deleted file lives on while it is mapped)."""
+        more fit under the limit, with 5 % to spare so that the folder (tens of thousands of
+        entries) is looked at once per 5 % of the limit written, not once per entry. Other runs
+        sharing the folder keep what they mapped (a deleted file lives on while it is mapped);
+        what they write meanwhile is seen at the next look."""
         if not self.limit:
             return
+        if self._total + need <= self._scan_at:
+            self._total += need
+            return
+        entries, total = self._entries()
+        goal = self.limit - self.limit // 20
+        for _, size, p in entries:
+            if total + need <= goal:
+                break
+            if p not in self._used:
+                p.unlink(missing_ok=True)
+                total, self.evicted = total - size, self.evicted + 1
+        self._total = total + need
+        self._scan_at = self.limit if self._total <= self.limit else self._total + self.limit // 20
+        if self._total > self.limit and not self._warned:
+            self._warned = True
+            log.warning(
+                "frame cache %s: this run's videos alone need more than its %.1f GB limit; "
+                "they are all kept (raise --cache-limit-gb to keep other runs' entries too)",
+                self.root,
+                self.limit / 1e9,
+            )
+
+    def _entries(self) -> tuple[list[tuple[float, int, Path]], int]:
+        """The folder's entries, least recently used first, and their total size."""
+        self.scans += 1
         entries = []
         for p in self.root.glob("*.npy"):
             if ".tmp" in p.suffixes:
@@ -91,21 +123,7 @@ class FrameCache:
             except FileNotFoundError:  # evicted by another run meanwhile
                 continue
             entries.append((st.st_mtime, st.st_size, p))
-        total = sum(size for _, size, _ in entries)
-        for _, size, p in sorted(entries):
-            if total + need <= self.limit:
-                return
-            if p not in self._used:
-                p.unlink(missing_ok=True)
-                total, self.evicted = total - size, self.evicted + 1
-        if total + need > self.limit and not self._warned:
-            self._warned = True
-            log.warning(
-                "frame cache %s: this run's videos alone need more than its %.1f GB limit; "
-                "they are all kept (raise --cache-limit-gb to keep other runs' entries too)",
-                self.root,
-                self.limit / 1e9,
-            )
+        return sorted(entries), sum(size for _, size, _ in entries)
 
     def _decode(self, video: Path) -> np.ndarray | None:
         cap = cv2.VideoCapture(str(video))

@@ -73,6 +73,17 @@ def test_a_run_never_evicts_what_it_uses_and_says_the_limit_is_too_small(
     assert len(said) == 1 and str(tmp_path) in said[0] and "--cache-limit-gb" in said[0]
 
 
+def test_the_folder_is_looked_at_once_per_run_not_once_per_entry(
+    tmp_path: Path, tiny_actions: Path
+):
+    """A pretraining set has tens of thousands of clips: a folder scan per new entry made
+    caching quadratic (minutes of system time)."""
+    run = FrameCache(tmp_path, (32, 40), limit_gb=1.0)
+    for clip in _clips(tiny_actions, 6):
+        run.frames(clip)
+    assert run.decoded == 6 and run.scans == 1
+
+
 def test_a_full_disk_is_an_error_naming_the_folder_and_leaves_no_partial_entry(
     tmp_path: Path, tiny_actions: Path
 ):
