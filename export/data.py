@@ -107,7 +107,7 @@ def balanced(w: Windows, relabel: np.ndarray, limit: int) -> Hyperframes:
     per_class: dict[int, list[tuple[float, int, int]]] = {}
     first, last = int(w.offsets.min()), int(w.offsets.max())  # the window's oldest, newest
     for c, (starts, labels) in enumerate(zip(w.starts, w.labels, strict=True)):
-        clip = w.clips[c]
+        clip = w.clip(c)
         for s, lab in zip(starts.tolist(), labels.tolist(), strict=True):
             per_class.setdefault(lab, []).append((motion(clip[s + first], clip[s + last]), c, s))
     quota = max(1, limit // max(1, len(per_class)))

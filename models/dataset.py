@@ -4,6 +4,7 @@ once per hyperframe. Evaluation windows are fixed and see exactly the runtime's 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 
 import numpy as np
 import torch
@@ -15,6 +16,7 @@ from models.cache import FrameCache
 from models.data import DataError, Video, window_label
 
 log = logging.getLogger("models")
+OPEN_CLIPS = 1024  # cache entries mapped at once: each map holds a file descriptor
 
 
 def offsets_of(inputs: tuple[Scale, ...]) -> np.ndarray:
@@ -35,7 +37,9 @@ def split_inputs(x, inputs: tuple[Scale, ...]) -> list:
 
 class Windows:
     """Valid hyperframe windows of a set of videos (start frames whose label is not -1). A window
-    is every model input's frames in turn (``offsets_of``): ``[sum of T, H, W, 3]``."""
+    is every model input's frames in turn (``offsets_of``): ``[sum of T, H, W, 3]``. Clips are
+    memory maps of the frame cache, ``OPEN_CLIPS`` open at a time (the least recently used closes):
+    a pretraining set of 20 000 clips would otherwise run out of file descriptors."""
 
     def __init__(
         self,
@@ -49,7 +53,8 @@ class Windows:
         self.offsets = offsets_of(inputs)
         self.span = int(self.offsets.max()) + 1
         label_frames = sorted(set(self.offsets.tolist()))  # the frames a window sees, once each
-        self.clips: list[np.ndarray] = []
+        self.files: list[str] = []  # per clip: its frame cache entry
+        self._open: OrderedDict[int, np.ndarray] = OrderedDict()
         self.starts: list[np.ndarray] = []  # per clip: valid start frames
         self.labels: list[np.ndarray] = []  # per clip: label of each valid start
         self.video: list[int] = []  # per clip: the clip's class, or -1 (a stream)
@@ -69,7 +74,7 @@ class Windows:
                     starts.append(s)
                     labels.append(lab)
             if starts:
-                self.clips.append(arr)
+                self.files.append(str(arr.filename))
                 self.starts.append(np.array(starts))
                 self.labels.append(np.array(labels))
                 self.video.append(v.video_class)
@@ -84,14 +89,30 @@ class Windows:
                 self.span,
                 ", ".join(short[:10]),
             )
-        if not self.clips:
+        if not self.files:
             raise DataError(
                 f"no usable videos among {len(videos)} (unreadable: {len(unreadable)}, "
                 f"shorter than {self.span} frames: {len(short)})"
             )
 
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def clip(self, c: int) -> np.ndarray:
+        """All frames of clip ``c`` (a read-only memory map)."""
+        arr = self._open.pop(c, None)
+        if arr is None:
+            arr = np.load(self.files[c], mmap_mode="r")
+            if len(self._open) >= OPEN_CLIPS:
+                self._open.popitem(last=False)
+        self._open[c] = arr
+        return arr
+
     def window(self, clip: int, start: int) -> np.ndarray:
-        return self.clips[clip][start + self.offsets]
+        return self.clip(clip)[start + self.offsets]
+
+    def __getstate__(self) -> dict:  # DataLoader workers map their own
+        return {**self.__dict__, "_open": OrderedDict()}
 
 
 class TrainSet(Dataset):
@@ -118,7 +139,7 @@ class TrainSet(Dataset):
         self.where = [where[lab] for lab in sorted(where)]
 
     def __len__(self) -> int:
-        return len(self.w.clips) * self.k
+        return len(self.w) * self.k
 
     def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
         rng = np.random.default_rng((self.seed, self.epoch, i))

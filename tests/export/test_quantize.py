@@ -46,6 +46,9 @@ class _W:
         self.starts = [np.arange(len(c) - 2) for c in clips]
         self.labels = [np.zeros(len(c) - 2, int) for c in clips]
 
+    def clip(self, c):
+        return self.clips[c]
+
     def window(self, c, s):
         return self.clips[c][s + self.offsets]
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+import models.dataset
 from edge_hf.sampler import StrideSampler
 from edge_hf.spec import HyperframeSpec, Scale
 from models import data
@@ -78,7 +80,8 @@ def test_training_windows_are_the_runtimes_gather_for_a_two_scale_spec(tmp_path:
     sampler = StrideSampler(spec, every=1)
     outs = sampler.input_buffers()
     checked = 0
-    for c, clip in enumerate(w.clips):
+    for c in range(len(w)):
+        clip = w.clip(c)
         assert w.starts[c].tolist() == list(range(len(clip) - spec.window + 1))
         for i, frame in enumerate(clip):
             sampler.slot(i)[...] = frame
@@ -107,3 +110,19 @@ def test_a_window_is_labelled_by_the_frames_it_sees(tmp_path: Path):
     assert one.starts[0][0] + 2 == 11
     assert two.starts[0][0] + 8 == 12
     assert two.offsets.tolist() == [6, 7, 8, 0, 4, 8]
+
+
+def test_only_a_bounded_number_of_clips_is_mapped_at_once(tmp_path: Path, monkeypatch):
+    """Each mapped clip holds a file descriptor: 20 000 clips ran out of them (EMFILE)."""
+    for k in range(5):
+        _clip(tmp_path / "other" / f"v_other_g{k:02d}_c01.avi", 12)
+    ds = data.load(tmp_path, val_fraction=0, test_fraction=0)
+    cache = FrameCache(tmp_path / "cache", (16, 16))
+    monkeypatch.setattr(models.dataset, "OPEN_CLIPS", 2)
+    fds = len(os.listdir("/proc/self/fd"))
+    w = Windows(ds.train, cache, (Scale(3, 1),), "video", frozenset())
+    for _ in range(2):
+        for c in range(len(w)):
+            want = cache.frames(ds.train[c].path)[w.starts[c][-1] + w.offsets]
+            assert np.array_equal(w.window(c, int(w.starts[c][-1])), want)
+    assert len(w) == 5 and len(os.listdir("/proc/self/fd")) <= fds + 2
