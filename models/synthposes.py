@@ -1,0 +1,143 @@
+"""Write a still-posture set for pretraining: many scenes, each seen for three frames.
+
+    python -m models.synthposes OUT [--per-class 3000] [--seed 0] [--jobs 2]
+
+Each clip is three consecutive frames of one ``real`` scene (``edge_hf.synth``, training
+photographs only, every distractor) at a moment when the figure holds one of the postures
+``POSTURES``: ``walk``, ``stand``, ``arm`` (an arm held out), ``lying``, ``sitting``, ``crouch``
+(bent down to the floor) and ``tilted`` (half-way down a fall or a lie-down). Every clip is
+another scene: the set shows a network thousands of backgrounds and figures in the time the
+action clips show it a few hundred. Train a single-frame model on it (``models.train --data OUT
+--frames 1``) and start a hyperframe recipe from it (``--pretrained OUT_RUN/best.pt``).
+
+Layout: ``OUT/<posture>/v_<posture>_pNNNNN.avi`` (MJPG), ``segments.csv``, ``classes.txt`` and an
+empty ``flip.json`` (a mirrored posture is the same posture). Seeds never used by
+``models.synthdata`` for seeds below 20.
+
+Exit codes: 0 done, 2 bad arguments, 3 scikit-image's photographs are missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+import cv2
+import numpy as np
+
+from edge_hf import synth
+from models.backgrounds import BackgroundError
+
+FRAMES = 3
+SIZE = (180, 320)
+FPS = 25.0
+# posture -> (scenes that show it, their phase labels that are it, part of the phase to draw from)
+POSTURES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[float, float]]] = {
+    "walk": (("walk_left", "walk_right", "turn"), ("walk_left", "walk_right", "walk"), (0, 1)),
+    "stand": (("get_up",), ("stand",), (0, 1)),
+    "arm": (("hold",), ("hold",), (0, 1)),
+    "lying": (("fall", "lie_down", "get_up"), ("lying",), (0, 1)),
+    "sitting": (("sit_down",), ("sitting",), (0, 1)),
+    "crouch": (("crouch", "pick_up"), ("crouch", "pick_up"), (0.35, 0.65)),
+    "tilted": (("fall", "lie_down"), ("fall", "lie_down"), (0.3, 0.8)),
+}
+MAX_PER_CLASS = 100_000  # seeds: 2 000 000 + seed * 1 000 000 + posture * 100 000 + k
+
+
+class Job(NamedTuple):
+    out: Path
+    posture: str
+    k: int
+    seed: int
+
+
+_PHOTOS: list = []
+
+
+def _write(job: Job) -> tuple[str, int, int, str] | None:
+    """Render one clip; None if the drawn scene never shows the posture."""
+    if not _PHOTOS:  # once per process
+        from models import backgrounds
+
+        _PHOTOS.extend(backgrounds.load("train"))
+    index = list(POSTURES).index(job.posture)
+    seed = 2_000_000 + job.seed * 1_000_000 + index * MAX_PER_CLASS + job.k
+    rng = np.random.default_rng(seed)
+    scenes, labels, (a, b) = POSTURES[job.posture]
+    name = scenes[int(rng.integers(len(scenes)))]
+    params = synth.SceneParams.sample(seed, "real")
+    scene = synth.make_scene(name, size=SIZE, fps=FPS, params=params, preset="real", photos=_PHOTOS)
+    spans = [(s, e) for s, e, lab in scene.phases() if lab in labels]
+    if not spans:
+        return None
+    s, e = spans[int(rng.integers(len(spans)))]
+    lo, hi = s + int(a * (e - s)), s + int(b * (e - s))
+    first = int(rng.integers(lo, max(lo, hi - FRAMES + 1) + 1))
+    rel = f"{job.posture}/v_{job.posture}_p{job.k:05d}.avi"
+    frame = np.empty((*SIZE, 3), np.uint8)
+    fourcc = cv2.VideoWriter_fourcc(*"MJPG")
+    writer = cv2.VideoWriter(str(job.out / rel), fourcc, FPS, (SIZE[1], SIZE[0]))
+    for j in range(FRAMES):
+        scene.render(min(e, first + j), frame)
+        writer.write(frame)
+    writer.release()
+    return rel, 0, FRAMES - 1, job.posture
+
+
+def write_postures(out: Path, per_class: int, seed: int = 0, workers: int = 1) -> int:
+    """Write the set; returns the number of clips."""
+    for p in POSTURES:
+        (out / p).mkdir(parents=True, exist_ok=True)
+    jobs = [Job(out, p, k, seed) for p in POSTURES for k in range(per_class)]
+    if workers <= 1:
+        rows = [_write(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(workers) as ex:
+            rows = list(ex.map(_write, jobs, chunksize=64))
+    kept = [r for r in rows if r is not None]
+    tmp = out / "segments.csv.tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["video", "start_frame", "end_frame", "label"])
+        w.writerows(kept)
+    (out / "classes.txt").write_text("\n".join(POSTURES) + "\n")
+    (out / "flip.json").write_text(json.dumps({}))
+    tmp.replace(out / "segments.csv")  # last: a set without it was not finished
+    return len(kept)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m models.synthposes",
+        description="Write a still-posture set (many scenes, three frames each) for pretraining.",
+    )
+    ap.add_argument("out", type=Path, help="output folder (created)")
+    ap.add_argument("--per-class", type=int, default=3000,
+                    help="clips per posture (default: %(default)s)")  # fmt: skip
+    ap.add_argument("--seed", type=int, default=0,
+                    help="another seed, other scenes (default: %(default)s)")  # fmt: skip
+    ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
+                    help="worker processes (default: %(default)s)")  # fmt: skip
+    args = ap.parse_args(argv)
+    if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
+        ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")
+    t0 = time.perf_counter()
+    try:
+        n = write_postures(args.out, args.per_class, args.seed, args.jobs)
+    except BackgroundError as e:
+        print(f"models.synthposes: error: {e}", file=sys.stderr)
+        return 3
+    print(f"wrote {args.out}: {n} clips of {len(POSTURES)} postures "
+          f"in {time.perf_counter() - t0:.1f} s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

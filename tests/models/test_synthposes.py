@@ -1,0 +1,60 @@
+"""Tests for models/synthposes.py: a posture set written, decoded back and loaded by the
+trainer's own data loader, and the CLI in a subprocess."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from models import data, synthposes
+from tests.conftest import run_module
+
+
+def _read(path: Path) -> list[np.ndarray]:
+    cap, out = cv2.VideoCapture(str(path)), []
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        out.append(frame)
+    cap.release()
+    return out
+
+
+def test_every_posture_is_written_as_three_frames_the_trainer_reads(tmp_path: Path) -> None:
+    n = synthposes.write_postures(tmp_path / "p", 2, seed=0, workers=2)
+    with open(tmp_path / "p" / "segments.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert n == len(rows) == 2 * len(synthposes.POSTURES)
+    assert {r["label"] for r in rows} == set(synthposes.POSTURES)
+    for r in rows:
+        frames = _read(tmp_path / "p" / r["video"])
+        assert r["video"].startswith(f"{r['label']}/")
+        assert len(frames) == 3 and frames[0].shape == (180, 320, 3)
+    assert json.loads((tmp_path / "p" / "flip.json").read_text()) == {}
+    ds = data.load(tmp_path / "p", val_fraction=0.25, test_fraction=0)
+    assert list(ds.classes) == list(synthposes.POSTURES)
+    assert len(ds.train) + len(ds.val) == n
+
+
+def test_a_seed_is_one_set_and_another_seed_another(tmp_path: Path) -> None:
+    job = synthposes.Job(tmp_path, "lying", 0, 0)
+    (tmp_path / "lying").mkdir()
+    rel = synthposes._write(job)[0]
+    first = (tmp_path / rel).read_bytes()
+    assert synthposes._write(job)[0] == rel and (tmp_path / rel).read_bytes() == first
+    synthposes._write(job._replace(seed=1))
+    assert (tmp_path / rel).read_bytes() != first
+
+
+def test_cli_writes_a_set_and_rejects_bad_arguments(tmp_path: Path) -> None:
+    r = run_module("models.synthposes", str(tmp_path / "p"), "--per-class", "1", "--jobs", "1")
+    assert r.returncode == 0, r.stderr
+    assert "7 clips of 7 postures" in r.stdout
+    bad = run_module("models.synthposes", str(tmp_path / "q"), "--per-class", "0")
+    assert bad.returncode == 2 and "--per-class must be in 1..100000" in bad.stderr
+    assert "Traceback" not in bad.stderr and not (tmp_path / "q").exists()
