@@ -135,3 +135,19 @@ def test_a_single_frame_edge_hf_checkpoint_starts_a_hyperframe_model(tmp_path, m
         got = net.eval()(frame[:, None].repeat(1, 3, 1, 1, 1))
         want = still(frame[:, None])
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_shipped_posture_weights_start_the_realtime_model():
+    """models/weights/posture-t1.pt (README: pretrained on still postures) starts the realtime
+    recipe's model, T=3 with diff input and any classes: its stem sees the centre frame only."""
+    path = Path(__file__).parents[2] / "models" / "weights" / "posture-t1.pt"
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    stem = ckpt["model"]["backbone.conv_stem.weight"]
+    assert stem.shape[1] == 3 and '"frames": 1' in ckpt["spec"]
+    net = build("mobilenetv3_small_100", 3, 8, pretrained=str(path), input_mode="diff")
+    torch.testing.assert_close(net.stem().weight[:, :3], stem)
+    assert not net.stem().weight[:, 3:].any()
+    torch.testing.assert_close(
+        net.backbone.blocks[3][0].conv_pw.weight,
+        ckpt["model"]["backbone.blocks.3.0.conv_pw.weight"],
+    )
