@@ -38,9 +38,8 @@ class FrameCache:
         self.limit = int(limit_gb * 1e9) if limit_gb > 0 else 0  # bytes; 0: no limit
         self.decoded = 0  # videos decoded by this instance (0 on a warm cache)
         self.evicted = 0  # entries this instance deleted to stay under the limit
-        self.scans = (
-            0  # looks at the whole folder (one per ~5 % of the limit written, not per entry)
-        )
+        # looks at the whole folder: one per ~5 % of the limit written, not one per entry
+        self.scans = 0
         self._used: set[Path] = set()  # entries this run has returned: never evicted by it
         self._warned = False
         self._total = 0  # bytes in the folder at the last scan, plus what this run wrote since

@@ -54,6 +54,8 @@ class Windows:
         self.span = int(self.offsets.max()) + 1
         label_frames = sorted(set(self.offsets.tolist()))  # the frames a window sees, once each
         self.files: list[str] = []  # per clip: its frame cache entry
+        self.sources: list = []  # per clip: its video (decoded again if another run evicted it)
+        self.cache = cache
         self._open: OrderedDict[int, np.ndarray] = OrderedDict()
         self.starts: list[np.ndarray] = []  # per clip: valid start frames
         self.labels: list[np.ndarray] = []  # per clip: label of each valid start
@@ -75,6 +77,7 @@ class Windows:
                     labels.append(lab)
             if starts:
                 self.files.append(str(arr.filename))
+                self.sources.append(v.path)
                 self.starts.append(np.array(starts))
                 self.labels.append(np.array(labels))
                 self.video.append(v.video_class)
@@ -102,7 +105,10 @@ class Windows:
         """All frames of clip ``c`` (a read-only memory map)."""
         arr = self._open.pop(c, None)
         if arr is None:
-            arr = np.load(self.files[c], mmap_mode="r")
+            try:
+                arr = np.load(self.files[c], mmap_mode="r")
+            except FileNotFoundError:  # evicted by another run sharing the cache folder
+                arr = self.cache.frames(self.sources[c])
             if len(self._open) >= OPEN_CLIPS:
                 self._open.popitem(last=False)
         self._open[c] = arr

@@ -126,3 +126,5 @@ def test_only_a_bounded_number_of_clips_is_mapped_at_once(tmp_path: Path, monkey
             want = cache.frames(ds.train[c].path)[w.starts[c][-1] + w.offsets]
             assert np.array_equal(w.window(c, int(w.starts[c][-1])), want)
     assert len(w) == 5 and len(os.listdir("/proc/self/fd")) <= fds + 2
+    Path(w.files[0]).unlink()  # another run sharing the cache evicted it: decoded again
+    assert np.array_equal(w.window(0, 0), cache.frames(ds.train[0].path)[w.offsets])
