@@ -154,25 +154,28 @@ def load_pretrained(net: HyperframeNet, source: str, inflation: str) -> None:
     state = state.get("state_dict", state.get("model", state)) if isinstance(state, dict) else state
     own = net.backbone.state_dict()
     key = f"{net.first_conv}.weight"
-    if any(k.startswith("backbone.") for k in state):  # an edge-hf checkpoint (best.pt)
+    edge = any(k.startswith("backbone.") for k in state)  # an edge-hf checkpoint (best.pt)
+    if edge:
         state = {k[len("backbone.") :]: v for k, v in state.items() if k.startswith("backbone.")}
-        if key in state and state[key].shape[1] == 3:  # T=1: BGR already; back to timm's RGB
-            state[key] = state[key][:, _BGR]
-    if key in state and state[key].shape[1] == 3 and own[key].shape[1] != 3:
-        if inflation == "random":
+    if key in state and state[key].shape[1] == 3:
+        rgb = state[key][:, _BGR] if edge else state[key]  # edge-hf stems are BGR already
+        if own[key].shape[1] == 3:  # T=1
+            state[key] = rgb[:, _BGR]
+        elif inflation == "random":
             del state[key]
         elif net.adapter.mode == "diff":  # the 3-channel model on the centre frame, at first
-            w = state[key][:, _BGR]
+            w = rgb[:, _BGR]
             state[key] = torch.cat([w, torch.zeros_like(w).repeat(1, net.frames - 1, 1, 1)], 1)
         else:
-            state[key] = inflate(state[key], net.frames, inflation)
+            state[key] = inflate(rgb, net.frames, inflation)
     # a different head (class count) is expected; anything else mismatched is an error
     dropped = [k for k, v in state.items() if k in own and v.shape != own[k].shape]
     head = net.backbone.default_cfg.get("classifier", "classifier")
     bad = [k for k in dropped if not k.startswith(head)]
     if bad:
         raise ValueError(
-            f"pretrained weights {source} do not fit {bad[:3]}: is it the same architecture?"
+            f"pretrained weights {source} do not fit {bad[:3]}: is it the same architecture? "
+            "(--pretrained '' starts from scratch)"
         )
     for k in dropped:
         del state[k]

@@ -25,7 +25,7 @@ def _as_rgb_input(x: torch.Tensor) -> torch.Tensor:
     return x.permute(0, 3, 1, 2).float()[:, [2, 1, 0]] / 255.0 / std
 
 
-@pytest.mark.parametrize("frames", [2, 3, 5])
+@pytest.mark.parametrize("frames", [1, 2, 3, 5])
 def test_tile_scaled_inflation_gives_the_3_channel_logits_on_identical_frames(tmp_path, frames):
     m3, weights = _three_channel(tmp_path)
     net = build("mobilenetv3_small_100", frames, 4, pretrained=str(weights)).eval()
@@ -119,20 +119,20 @@ def test_an_edge_hf_checkpoint_is_a_start_for_another_class_list(tmp_path):
     assert net.backbone.classifier.weight.shape[0] == 7
 
 
+@pytest.mark.parametrize("frames", [1, 3])
 @pytest.mark.parametrize("mode", ["frames", "diff"])
-def test_a_single_frame_edge_hf_checkpoint_starts_a_hyperframe_model(tmp_path, mode):
-    """Pretraining on stills (T=1, BGR like every edge-hf model) then T=3: a still hyperframe
-    gives the T=1 model's logits, colour order kept."""
+def test_a_single_frame_edge_hf_checkpoint_starts_a_hyperframe_model(tmp_path, mode, frames):
+    """Pretraining on stills (T=1, BGR like every edge-hf model) then T frames (1 too: the
+    --baseline): a still hyperframe gives the T=1 model's logits, colour order kept."""
     still = build("mobilenetv3_small_100", 1, 4, input_mode=mode).eval()
     torch.nn.init.normal_(still.stem().weight)
     torch.save({"model": still.state_dict()}, tmp_path / "best.pt")
-    net = build(
-        "mobilenetv3_small_100", 3, 4, pretrained=str(tmp_path / "best.pt"), input_mode=mode
-    )
+    start = str(tmp_path / "best.pt")
+    net = build("mobilenetv3_small_100", frames, 4, pretrained=start, input_mode=mode)
     frame = torch.randint(0, 256, (2, 64, 64, 3), dtype=torch.uint8)
     frame[..., 0] = 0  # no blue: a swapped colour order would show
     with torch.no_grad():
-        got = net.eval()(frame[:, None].repeat(1, 3, 1, 1, 1))
+        got = net.eval()(frame[:, None].repeat(1, frames, 1, 1, 1))
         want = still(frame[:, None])
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
