@@ -29,7 +29,7 @@ bench: setup-train
 demo-model: setup-train
 	.venv/bin/python -m models.synthdata runs/demo-data --preset easy --clips-per-class 80 --seed 5
 	.venv/bin/python -m models.train --recipe realtime-cpu --data runs/demo-data --name demo \
-		--out runs --cache runs/demo-cache
+		--out runs --cache runs/demo-cache --pretrained ''   # the shipped demo: from scratch
 	.venv/bin/python -m export runs/demo/best.pt --formats onnx,openvino-int8 \
 		--out edge_hf/assets/demo --force
 

@@ -127,7 +127,8 @@ HELP = {
     "eval_clips": "evenly spaced windows per evaluation video; their logits are averaged",
     "aug": "augmentation: sync (one draw per hyperframe), per-frame (the broken ablation), none",
     "inflation": "how 3-channel conv1 weights become 3T channels: tile-scaled, tile, mean, random",
-    "pretrained": "3-channel weights for the backbone: a local file, or a URL when online",
+    "pretrained": "weights to start from: 3-channel (timm), an edge-hf best.pt, a local file or a "
+    "URL when online; a recipe's path is relative to the recipe; '' starts from scratch",
     "stem_bn": "add a BatchNorm on the stacked input (seed article, pitfall 3)",
     "input_mode": "what conv1 is trained on: frames, or diff (centre frame and frame "
     "differences; folded into conv1 at export, so the model file is the same)",
@@ -175,6 +176,9 @@ def read_recipe(name: str) -> dict[str, Any]:
             near = difflib.get_close_matches(key, FIELDS, 1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
             raise DataError(f"{path}: unknown key {key!r}{hint}")
+    start = values.get("pretrained", "")
+    if start and "://" not in start and not Path(start).is_absolute():
+        values["pretrained"] = str((path.parent / start).resolve())  # beside the recipe
     return values
 
 

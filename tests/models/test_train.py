@@ -185,6 +185,18 @@ def test_every_recipe_parses():
     )  # flags win
 
 
+def test_a_recipe_starts_from_weights_beside_it_unless_told_otherwise(tmp_path: Path):
+    """realtime-cpu starts from the shipped posture weights, found from any working folder;
+    --pretrained '' starts from scratch; a recipe's relative path is relative to the recipe."""
+    cfg = parse(["--recipe", "realtime-cpu", "--data", "x"])
+    assert Path(cfg.pretrained).is_file() and cfg.pretrained.endswith("weights/posture-t1.pt")
+    assert parse(["--recipe", "realtime-cpu", "--data", "x", "--pretrained", ""]).pretrained == ""
+    (tmp_path / "w.pt").write_bytes(b"")
+    (tmp_path / "mine.toml").write_text('pretrained = "w.pt"\n')
+    mine = parse(["--recipe", str(tmp_path / "mine.toml"), "--data", "x"])
+    assert mine.pretrained == str(tmp_path / "w.pt")
+
+
 def test_nothing_usable_is_an_error(tiny_actions: Path, tmp_path: Path):
     r = train("--data", str(tiny_actions), "--stride", "100", tmp=tmp_path)
     assert r.returncode == 2
