@@ -207,6 +207,16 @@ def test_nothing_usable_is_an_error(tiny_actions: Path, tmp_path: Path):
     )
 
 
+def test_another_backbone_is_told_how_to_start_from_scratch(tiny_actions: Path, tmp_path: Path):
+    """The recipe's posture weights are MobileNetV3-small's: another --arch is one line naming
+    the file and the fix, no traceback, no run folder."""
+    r = train("--data", str(tiny_actions), "--arch", "resnet18", "--name", "r18", tmp=tmp_path)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "posture-t1.pt do not fit" in last and "--pretrained '' starts from scratch" in last
+    assert not (tmp_path / "runs" / "r18" / "best.pt").exists()
+
+
 @pytest.mark.parametrize(
     ("rows", "patience", "stops_after", "best"),
     [
