@@ -33,6 +33,7 @@ stated), moon, page, logo and colour wheel (no licence stated) and the other mic
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import cv2
@@ -62,7 +63,8 @@ def data_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "data"
 
 
-def load(pool: str) -> list[np.ndarray]:
+@functools.cache  # once per process: every scene a writer renders draws from them
+def load(pool: str) -> tuple[np.ndarray, ...]:
     """The photographs of `pool` ("train" or "held-out") as BGR or grey uint8 arrays."""
     if pool not in POOLS:
         raise ValueError(f"unknown background pool {pool!r}; expected one of {list(POOLS)}")
@@ -77,4 +79,4 @@ def load(pool: str) -> list[np.ndarray]:
         if img.ndim == 3 and img.shape[2] == 4:
             img = cv2.cvtColor(img, cv2.COLOR_BGRA2BGR)
         out.append(img)
-    return out
+    return tuple(out)

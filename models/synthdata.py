@@ -49,7 +49,7 @@ from typing import NamedTuple
 import numpy as np
 
 from edge_hf import synth
-from models import synthvideo
+from models import backgrounds, synthvideo
 from models.backgrounds import BackgroundError
 from models.synthlabels import annotations, clip_codec, scene_of, walk_direction
 
@@ -87,22 +87,11 @@ def classes(preset: str, mixed: bool = False) -> tuple[str, ...]:
                  for n in (synth.MIXED_SPEED if c == "fall" else (c,)))  # fmt: skip
 
 
-_PHOTOS: dict[str, list] = {}
-
-
-def _photos(pool: str) -> list:
-    if pool not in _PHOTOS:  # once per process
-        from models import backgrounds
-
-        _PHOTOS[pool] = backgrounds.load(pool)
-    return _PHOTOS[pool]
-
-
 def _scene(job: Job) -> synth.Scene:
     params = synth.SceneParams.sample(job.seed, job.preset)
     if job.story is not None:
         params = replace(params, story_s=job.story[0], falls=job.story[1])
-    photos = _photos(job.pool) if job.preset == "real" else ()
+    photos = backgrounds.load(job.pool) if job.preset == "real" else ()
     return synth.make_scene(
         job.name, size=job.size, fps=job.fps, params=params, preset=job.preset, photos=photos
     )

@@ -33,6 +33,7 @@ import cv2
 import numpy as np
 
 from edge_hf import synth
+from models import backgrounds
 from models.backgrounds import BackgroundError
 
 FRAMES = 3
@@ -58,22 +59,17 @@ class Job(NamedTuple):
     seed: int
 
 
-_PHOTOS: list = []
-
-
 def _write(job: Job) -> tuple[str, int, int, str] | None:
     """Render one clip; None if the drawn scene never shows the posture."""
-    if not _PHOTOS:  # once per process
-        from models import backgrounds
-
-        _PHOTOS.extend(backgrounds.load("train"))
     index = list(POSTURES).index(job.posture)
     seed = 2_000_000 + job.seed * 1_000_000 + index * MAX_PER_CLASS + job.k
     rng = np.random.default_rng(seed)
     scenes, labels, (a, b) = POSTURES[job.posture]
     name = scenes[int(rng.integers(len(scenes)))]
     params = synth.SceneParams.sample(seed, "real")
-    scene = synth.make_scene(name, size=SIZE, fps=FPS, params=params, preset="real", photos=_PHOTOS)
+    scene = synth.make_scene(
+        name, size=SIZE, fps=FPS, params=params, preset="real", photos=backgrounds.load("train")
+    )
     spans = [(s, e) for s, e, lab in scene.phases() if lab in labels]
     if not spans:
         return None
