@@ -51,8 +51,8 @@ class Then:
 
     cls: str
     pose: str
-    # low: a realistic model's lying score after a fall is about 0.25 (README: Alerts that wait
-    # for a pose); even at 0.2 the wait halves the false alarms there
+    # low: a model trained from scratch scores lying about 0.25 after a fall (README: Alerts that
+    # wait for a pose); the export raises it per model (export.wait)
     threshold: float = 0.2
     within: float = 1.0  # seconds after the last hyperframe where the class's k of n held
 

@@ -74,6 +74,15 @@ def _alert(cls: str, threshold: float, then: dict | None) -> str:
             f"{then['within']:g} s")  # fmt: skip
 
 
+def _wait_lines(w: dict | None) -> list[str]:
+    """How the export chose the wait for lying (export.wait), if it did."""
+    if not w:
+        return []
+    counts = ", ".join(f"{g}: {n}" for g, n in w["in_time"].items())
+    return ["", f"The wait ({w['rule']}) is at {w['threshold']:g}: {w['why']} (falls alerted "
+                f"within 1 s, by wait: {counts}; {w['videos']} validation videos)."]  # fmt: skip
+
+
 def card_lines(r: dict) -> list[str]:
     spec, data, env = r["spec"], r["data"], r["environment"]
     then = spec.get("alert_then", {})
@@ -88,6 +97,7 @@ def card_lines(r: dict) -> list[str]:
         f"frame(s), squashed to {h}x{w} ({spec['interpolation']}) — into one of "
         f"{len(spec['classes'])} classes: {', '.join(spec['classes'])}. "
         f"Alerts by default: {alerts}.",
+        *_wait_lines(r["export"].get("wait")),
         *_pyramid_lines(spec),
         "",
         "Input: uint8 `[N, T, H, W, 3]`, BGR as OpenCV delivers it, oldest frame first; the "

@@ -35,6 +35,8 @@ class EvalData:
     tune: Hyperframes  # the trainer's validation split: what accuracy control may look at
     video_level: bool  # one label per video: accuracy is per video, as the trainer reports it
     videos: tuple[int, int]  # (training, test) videos
+    tune_videos: tuple[datasets.Video, ...] = ()  # the videos of `tune` (export.wait scores them)
+    classes: tuple[str, ...] = ()  # the dataset's, naming the videos' labels
 
 
 def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: int) -> EvalData:
@@ -80,9 +82,11 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
 
     calib = balanced(windows(ds.train), relabel, subset)
     val = _take(EvalSet(windows(held), clips), relabel)
-    tune = _take(EvalSet(windows(ds.val), clips), relabel) if ds.val and ds.test else val
+    tuned = ds.val if ds.val and ds.test else held
+    tune = _take(EvalSet(windows(tuned), clips), relabel) if tuned is not held else val
     video_level = all(v.video_class >= 0 for v in held)
-    return EvalData(root, calib, val, tune, video_level, (len(ds.train), len(held)))
+    return EvalData(root, calib, val, tune, video_level, (len(ds.train), len(held)), tuned,
+                    ds.classes)  # fmt: skip
 
 
 def _take(es: EvalSet, relabel: np.ndarray) -> Hyperframes:

@@ -22,6 +22,7 @@ from export.formats import BY_NAME, Format, needed
 from export.quantize import QuantOptions, quantize
 from export.to_onnx import OPSET, backbone_of, export_onnx
 from export.to_openvino import convert, save
+from export.wait import choose_wait
 
 REPORT_FILES = ("report.json", "MODEL_CARD.md")
 
@@ -50,7 +51,9 @@ def run(opts: ExportOptions) -> dict:
     data = load_data(_dataset(ckpt, opts.calib), ckpt.spec, ckpt.config, opts.quant.subset_size)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
+        spec, waited = _wait(ckpt, spec, data, opts, staging)
         report = build(ckpt, spec, data, opts, staging)
+        report["export"]["wait"] = waited
         write_report(staging / "report.json", report)
         write_card(staging / "MODEL_CARD.md", report)
         keep = {f for fmt in opts.formats for f in fmt.files()} | set(REPORT_FILES)
@@ -62,6 +65,17 @@ def run(opts: ExportOptions) -> dict:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return report
+
+
+def _wait(ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOptions,
+          folder: Path) -> tuple[HyperframeSpec, dict | None]:  # fmt: skip
+    """The spec with the wait for lying chosen for this model (export.wait) when the export
+    added that rule itself (no ``--then``); else as it is, and None for the report."""
+    if opts.then is not None or ckpt.spec.alert_then or len(spec.alert_then) != 1:
+        return spec, None
+    path = folder / "wait.onnx"  # staging only: dropped by run()
+    export_onnx(ckpt.net, spec, path)
+    return choose_wait(path, spec, data.tune_videos, data.classes)
 
 
 @dataclass

@@ -129,6 +129,7 @@ def test_batches_of_any_size_run(exported: Path):
 def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
     rows = report["formats"]
     assert list(rows) == ["torch", "onnx", "openvino", "openvino-int8"]
+    assert report["export"]["wait"] is None  # no lying class: nothing waits, nothing chosen
     for name, row in rows.items():
         assert 0 <= row["top1"] <= 1 and 0 <= row["macro_f1"] <= 1
         assert row["latency_ms"]["batch1"] > 0 and row["latency_ms"]["batch8"] > 0
