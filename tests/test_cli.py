@@ -162,9 +162,9 @@ def _a_file(t: Path) -> str:
             "the model has no class 'smoke'; its classes are ['walk_left', 'walk_right', 'wave', 'hold'",
         ),
         (
-            lambda t: ["run", "--camera", CAM, "--then", "fall=lying"],
+            lambda t: ["run", "--camera", CAM, "--then", "fall=sitting"],
             2,
-            "--then fall=lying: the model has no class 'lying'; its classes are ['walk_left'",
+            "--then fall=sitting: the model has no class 'sitting'; its classes are ['walk_left'",
         ),
         (
             lambda t: ["run", "--camera", CAM, "--every", "0"],

@@ -40,8 +40,14 @@ def test_both_files_load_with_the_same_spec(name):
         pytest.importorskip("openvino")
     spec = load_backend(DEMO / name).spec
     assert spec.arch == "mobilenetv3_small_100" and (spec.frames, spec.stride) == (3, 1)
-    assert spec.classes == ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
+    assert spec.classes == (
+        "walk_left", "walk_right", "wave", "hold", "fall", "lie_down", "lying", "other"
+    )  # fmt: skip
     assert spec.thresholds == {"fall": 0.8}
+    (then,) = spec.alert_then  # a fall alerts once lying follows, at the wait chosen for it
+    assert (then.cls, then.pose, then.within) == ("fall", "lying", 1.0)
+    wait = json.loads((DEMO / "report.json").read_text())["export"]["wait"]
+    assert then.threshold == wait["threshold"]
     assert spec == load_backend(DEMO / "model.onnx").spec
 
 
