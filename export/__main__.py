@@ -101,8 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CLASS=POSE",
         help="an alert class waits for a pose after it, written into the spec: "
         "CLASS=POSE[:P[:SECONDS]], or none (default: a model with a lying class alerts on "
-        "fall once lying follows within 1 s, at a score from 0.2 to 0.5 chosen for the model "
-        "on the validation falls; README: Alerts that wait for a pose)",
+        "fall once lying follows, at a score (0.2 to 0.5) and within seconds (0.4 to 1) chosen "
+        "for the model on its validation videos; README: Alerts that wait for a pose)",
     )
     p.add_argument("--repeats", type=int, default=100, help="timed runs per latency figure")
     return p

@@ -78,9 +78,9 @@ def _wait_lines(w: dict | None) -> list[str]:
     """How the export chose the wait for lying (export.wait), if it did."""
     if not w:
         return []
-    counts = ", ".join(f"{g}: {n}" for g, n in w["in_time"].items())
-    return ["", f"The wait ({w['rule']}) is at {w['threshold']:g}: {w['why']} (falls alerted "
-                f"within 1 s, by wait: {counts}; {w['videos']} validation videos)."]  # fmt: skip
+    return ["", f"The wait ({w['rule']}) was chosen on {w['videos']} validation videos: "
+                f"{w['threshold']:g} within {w['within']:g} s, {w['why']} (every pair tried: "
+                "report.json, export.wait.grid)."]  # fmt: skip
 
 
 def card_lines(r: dict) -> list[str]:

@@ -86,7 +86,7 @@ def _read(path: Path) -> Any:
 def with_then(spec: HyperframeSpec, then: tuple[Then, ...] | None) -> HyperframeSpec:
     """The spec with the classes that wait for a pose after them (``--then``); None (auto): a
     model with a ``lying`` class alerts on ``fall`` only once lying follows it (``Then``'s
-    defaults: a score of 0.2 within 1 s; export.wait then chooses the score for the model)."""
+    defaults: a score of 0.2 within 1 s; export.wait then chooses both for the model)."""
     if then is None:
         auto = "lying" in spec.classes and "fall" in spec.thresholds
         then = (Then("fall", "lying"),) if auto else spec.alert_then

@@ -1,14 +1,16 @@
-"""How high a model's fall alert may set its wait for lying (``Then.threshold``), chosen per model.
+"""How a model's fall alert waits for lying (``Then``'s threshold and seconds), chosen per model.
 
 A model with a ``lying`` class alerts on a fall only once lying follows it (export.checkpoint.
 with_then). How high lying scores after a fall depends on the model: trained from scratch about
 0.25, from the posture weights about 0.8 (README: Eighth round), so no one value suits both: 0.2
 lets the second raise twice the false alarms it needs to, 0.5 makes the first miss most falls.
-The export chooses: each validation video with a labelled fall goes through the runtime (the
-exported ONNX file: its sampler, backend and activation), and the runtime's own alert logic is
-replayed (models.events) with the wait at each value of ``GRID``. The chosen value is the highest
-that still alerts in time on at least ``KEEP`` of the falls the lowest one alerts on: a higher
-wait turns away more of the stumbles and get-ups that briefly look like lying.
+And a fall is followed by lying at once, a stumble or a get-up only later, if at all: the shorter
+the wait, the fewer of those alert. The export chooses both: every validation video with frame
+labels goes through the runtime (the exported ONNX file: its sampler, backend and activation), and
+the runtime's own alert logic is replayed (models.events) at each threshold of ``GRID`` and each
+wait of ``WITHIN``. Of the pairs that still alert in time on at least ``KEEP`` of the falls the
+loosest pair does, the one with the fewest false alerts wins (ties: more falls in time, the higher
+threshold, the shorter wait).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from edge_hf.spec import HyperframeSpec, Then
 from models.data import Video
 from models.events import Options, Stream, events_of, match, starts
 
-GRID = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
-KEEP = 0.9  # of the falls the lowest wait alerts on in time
-MIN_FALLS = 8  # fewer validation falls than this say too little: the wait stays at GRID[0]
+GRID = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)  # the pose's threshold
+WITHIN = (0.4, 0.6, 0.8, 1.0)  # seconds
+KEEP = 0.9  # of the falls the loosest pair alerts on in time
+MIN_FALLS = 8  # fewer validation falls than this say too little: Then's defaults stay
 
 
 def segments(labels: tuple[int, ...], classes: tuple[str, ...]) -> tuple[tuple[int, int, str], ...]:
@@ -42,7 +45,7 @@ def segments(labels: tuple[int, ...], classes: tuple[str, ...]) -> tuple[tuple[i
 
 
 def streams(model: Path, videos: tuple[Video, ...], classes: tuple[str, ...], cls: str):
-    """The videos with a labelled ``cls`` run, each scored by the runtime as a Stream."""
+    """The videos with frame labels, each scored by the runtime as a Stream (``cls`` events)."""
     from models.evaluate import score  # the runtime; imported here to keep export light
 
     out = []
@@ -50,38 +53,41 @@ def streams(model: Path, videos: tuple[Video, ...], classes: tuple[str, ...], cl
         if isinstance(v.labels, int):
             continue  # one label for the clip: no impact frame to measure from
         labels = segments(v.labels, classes)
-        events = events_of(list(labels), cls)
-        if not events:
-            continue
         rt, tap, length = score(model, v.path, Options())
         probs = np.stack(tap.probs) if tap.probs else np.zeros((0, len(rt.spec.classes)))
+        events = {cls: events_of(list(labels), cls)}
         out.append(Stream(str(v.path), rt.cameras[0].source.fps, length, np.array(tap.anchors),
-                          probs, {cls: events}, labels, classes=rt.spec.classes))  # fmt: skip
+                          probs, events, labels, classes=rt.spec.classes))  # fmt: skip
     return out
 
 
-def in_time(s: list[Stream], spec: HyperframeSpec, rule: Then, wait: float, opts: Options) -> int:
-    """Falls alerted within ``opts.max_delay`` of their impact with the wait at ``wait``."""
-    column, thr = spec.classes.index(rule.cls), spec.thresholds[rule.cls]
-    then = replace(rule, threshold=wait)
-    caught = 0
+def count(s: list[Stream], spec: HyperframeSpec, then: Then, opts: Options) -> tuple[int, int]:
+    """(falls alerted within ``opts.max_delay`` of their impact, false alerts) under ``then``."""
+    column, thr = spec.classes.index(then.cls), spec.thresholds[then.cls]
+    caught = false = 0
     for st in s:
         (alerts,) = starts(st, column, (thr,), opts.k, opts.n, opts.cooldown, then=then)
-        delays, _ = match(alerts, st.events[rule.cls], st.fps, opts.match)
+        delays, wrong = match(alerts, st.events[then.cls], st.fps, opts.match)
         caught += sum(d <= opts.max_delay for d in delays)
-    return caught
+        false += len(wrong)
+    return caught, false
 
 
-def choose(caught: dict[float, int], falls: int) -> tuple[float, str]:
-    """(the wait, why) from how many falls each wait of GRID alerts on in time."""
-    base = caught[GRID[0]]
+def choose(rows: dict[tuple[float, float], tuple[int, int]], falls: int):
+    """((threshold, within), why) from (falls in time, false alerts) per pair of GRID x WITHIN."""
+    loose = (GRID[0], WITHIN[-1])
     if falls < MIN_FALLS:
-        return GRID[0], f"{falls} validation falls (fewer than {MIN_FALLS}): kept {GRID[0]}"
-    need = math.ceil(KEEP * base)
-    best = max(g for g in GRID if caught[g] >= need)
+        return (
+            GRID[0],
+            Then.within,
+        ), f"{falls} validation falls (fewer than {MIN_FALLS}): defaults"
+    need = math.ceil(KEEP * rows[loose][0])
+    ok = [p for p, (caught, _) in rows.items() if caught >= need]
+    best = min(ok, key=lambda p: (rows[p][1], -rows[p][0], -p[0], p[1]))
     return best, (
-        f"the highest wait alerting in time on at least {KEEP:.0%} of the {base} of {falls} "
-        f"validation falls that {GRID[0]} alerts on"
+        f"the fewest false alerts ({rows[best][1]}, against {rows[loose][1]} at {loose[0]} within "
+        f"{loose[1]:g} s) alerting in time on at least {KEEP:.0%} of the {rows[loose][0]} of "
+        f"{falls} validation falls that the loosest wait does ({rows[best][0]})"
     )
 
 
@@ -93,14 +99,22 @@ def choose_wait(
     opts = Options()
     s = streams(model, videos, classes, rule.cls)
     falls = sum(len(st.events[rule.cls]) for st in s)
-    caught = {g: in_time(s, spec, rule, g, opts) for g in GRID}
-    wait, why = choose(caught, falls)
-    chosen = replace(spec, alert_then=(replace(rule, threshold=wait),))
+    rows = {
+        (g, w): count(s, spec, replace(rule, threshold=g, within=w), opts)
+        for g in GRID
+        for w in WITHIN
+    }
+    (wait, within), why = choose(rows, falls)
+    chosen = replace(spec, alert_then=(replace(rule, threshold=wait, within=within),))
     return chosen, {
-        "rule": f"{rule.cls} then {rule.pose} within {rule.within:g} s",
+        "rule": f"{rule.cls} then {rule.pose}",
         "threshold": wait,
+        "within": within,
         "why": why,
         "falls": falls,
         "videos": len(s),
-        "in_time": {f"{g:g}": n for g, n in caught.items()},
+        "grid": [
+            {"threshold": g, "within": w, "in_time": c, "false": f}
+            for (g, w), (c, f) in rows.items()
+        ],
     }

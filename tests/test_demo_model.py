@@ -45,9 +45,9 @@ def test_both_files_load_with_the_same_spec(name):
     )  # fmt: skip
     assert spec.thresholds == {"fall": 0.8}
     (then,) = spec.alert_then  # a fall alerts once lying follows, at the wait chosen for it
-    assert (then.cls, then.pose, then.within) == ("fall", "lying", 1.0)
     wait = json.loads((DEMO / "report.json").read_text())["export"]["wait"]
-    assert then.threshold == wait["threshold"]
+    assert (then.cls, then.pose) == ("fall", "lying")
+    assert (then.threshold, then.within) == (wait["threshold"], wait["within"])
     assert spec == load_backend(DEMO / "model.onnx").spec
 
 
