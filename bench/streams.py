@@ -18,9 +18,10 @@ every frame); camera ``fall`` shows a fall every 3 s (the synthetic fall, seed 3
 over the run after its first third: frames kept (grabbed / due at 25 fps, all cameras), backlog
 growth (frames per second per camera by which the cameras fall further behind real time),
 hyperframes dropped (busy or stale), alert latency (the worst, from the grab of the fall's impact,
-its last frame, to the alert reaching the sink, as models.evaluate counts delay; edge-hf only), and CPU (cores, every thread). A side keeps
-up at N when the backlog does not grow (under 0.5 frames/s per camera) and, for edge-hf, every
-fall in the window is alerted within 1 s; the table ends with the largest such N per side.
+its last frame, to the alert reaching the sink, as models.evaluate counts delay; edge-hf only),
+and CPU (cores, every thread). A side keeps up at N when the backlog does not grow (under 0.5
+frames/s per camera) and, for edge-hf, every fall in the window is alerted within 1 s; the table
+ends with the largest such N per side.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from edge_hf.alerts import Event
 from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import DEMO_MODEL, RunConfig, Runtime
 from edge_hf.sources import SourceOptions
+from models.events import runs
 
 LATE = 6  # frames after a fall segment in which a start still counts as that fall's
 
@@ -74,7 +75,7 @@ def check(
                 raise cam.capture.error
         scene = synth.make_scene("demo", seed=seed, size=(360, 640), preset=preset)
         labels = [scene.label_at(i) for i in range(frames)]
-        falls = [(a, b) for a, b, lab in _segments(labels) if lab == "fall" and b + LATE < frames]
+        falls = [(a, b) for a, b, lab in runs(labels) if lab == "fall" and b + LATE < frames]
         tally.falls += len(falls)
         tally.hits += sum(any(a <= f <= b + LATE for f in sink.frames) for a, b in falls)
         tally.false += [
@@ -83,15 +84,6 @@ def check(
             if not any(a <= f <= b + LATE for a, b in falls)
         ]
     return tally
-
-
-def _segments(labels: list[str]) -> list[tuple[int, int, str]]:
-    out, start = [], 0
-    for i in range(1, len(labels) + 1):
-        if i == len(labels) or labels[i] != labels[start]:
-            out.append((start, i - 1, labels[start]))
-            start = i
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,11 +19,9 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
 from edge_hf.spec import HyperframeSpec, Then
 from models.data import Video
-from models.events import Options, Stream, events_of, match, starts
+from models.events import Options, Stream, match, runs, starts
 
 GRID = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)  # the pose's threshold
 WITHIN = (0.4, 0.6, 0.8, 1.0)  # seconds
@@ -33,32 +31,18 @@ MIN_FALLS = 8  # fewer validation falls than this say too little: Then's default
 
 def segments(labels: tuple[int, ...], classes: tuple[str, ...]) -> tuple[tuple[int, int, str], ...]:
     """A video's per-frame class indices (-1: unlabelled) as (first, last, label) runs."""
-    out: list[tuple[int, int, str]] = []
-    for f, c in enumerate(labels):
-        if c < 0:
-            continue
-        if out and out[-1][2] == classes[c] and out[-1][1] == f - 1:
-            out[-1] = (out[-1][0], f, classes[c])
-        else:
-            out.append((f, f, classes[c]))
-    return tuple(out)
+    return tuple(runs([classes[c] if c >= 0 else None for c in labels]))
 
 
-def streams(model: Path, videos: tuple[Video, ...], classes: tuple[str, ...], cls: str):
-    """The videos with frame labels, each scored by the runtime as a Stream (``cls`` events)."""
-    from models.evaluate import score  # the runtime; imported here to keep export light
+def streams(model: Path, videos: tuple[Video, ...], classes: tuple[str, ...]) -> list[Stream]:
+    """The videos with frame labels, each scored by the runtime as a Stream."""
+    from models.evaluate import scored  # the runtime; imported here to keep export light
 
-    out = []
-    for v in videos:
-        if isinstance(v.labels, int):
-            continue  # one label for the clip: no impact frame to measure from
-        labels = segments(v.labels, classes)
-        rt, tap, length = score(model, v.path, Options())
-        probs = np.stack(tap.probs) if tap.probs else np.zeros((0, len(rt.spec.classes)))
-        events = {cls: events_of(list(labels), cls)}
-        out.append(Stream(str(v.path), rt.cameras[0].source.fps, length, np.array(tap.anchors),
-                          probs, events, labels, classes=rt.spec.classes))  # fmt: skip
-    return out
+    return [
+        scored(model, v.path, str(v.path), list(segments(v.labels, classes)), Options())[0]
+        for v in videos
+        if not isinstance(v.labels, int)  # one label for the clip: no impact frame to measure
+    ]
 
 
 def count(s: list[Stream], spec: HyperframeSpec, then: Then, opts: Options) -> tuple[int, int]:
@@ -97,7 +81,7 @@ def choose_wait(
     """The spec with its (one) wait chosen on ``videos``, and what the report says of it."""
     (rule,) = spec.alert_then
     opts = Options()
-    s = streams(model, videos, classes, rule.cls)
+    s = streams(model, videos, classes)
     falls = sum(len(st.events[rule.cls]) for st in s)
     rows = {
         (g, w): count(s, spec, replace(rule, threshold=g, within=w), opts)

@@ -101,19 +101,26 @@ def load_streams(model: Path, root: Path, opts: Options) -> tuple[list[Stream], 
         per_video.setdefault(video, []).append((start, end, label))
     streams, classes, thresholds = [], (), {}
     for i, (rel, labels) in enumerate(sorted(per_video.items())):
-        rt, tap, length = score(model, root / rel, opts)
+        s, rt = scored(model, root / rel, rel, labels, opts)
         policy = alert_policy(rt.spec, rt.cfg)
         classes, thresholds, then = rt.spec.classes, dict(policy.thresholds), policy.then
-        events = {c: events_of(labels, c) for c in tap.labels}
-        probs = np.stack(tap.probs) if tap.probs else np.zeros((0, len(classes)), np.float32)
-        cost = rt.latency.total + (rt.two.latency.total if rt.two else 0.0)
-        stages = rt.two.counts() if rt.two else ()
-        streams.append(Stream(rel, rt.cameras[0].source.fps, length, np.array(tap.anchors),
-                              probs, events, tuple(sorted(labels)), cost, stages,
-                              classes))  # fmt: skip
-        log.info("%d/%d %s: %d frames, %d hyperframes", i + 1, len(per_video), rel, length,
-                 len(tap.anchors))  # fmt: skip
+        streams.append(s)
+        log.info("%d/%d %s: %d frames, %d hyperframes", i + 1, len(per_video), rel, s.length,
+                 len(s.anchors))  # fmt: skip
     return streams, classes, (thresholds, then)
+
+
+def scored(model: Path, video: Path, name: str, labels, opts: Options) -> tuple[Stream, Runtime]:
+    """``video`` through the runtime as a Stream, its events from ``labels`` (start, end, label),
+    and the runtime that scored it."""
+    rt, tap, length = score(model, video, opts)
+    events = {c: events_of(labels, c) for c in tap.labels}
+    classes = rt.spec.classes
+    probs = np.stack(tap.probs) if tap.probs else np.zeros((0, len(classes)), np.float32)
+    cost = rt.latency.total + (rt.two.latency.total if rt.two else 0.0)
+    stages = rt.two.counts() if rt.two else ()
+    return Stream(name, rt.cameras[0].source.fps, length, np.array(tap.anchors), probs, events,
+                  tuple(sorted(labels)), cost, stages, classes), rt  # fmt: skip
 
 
 def cost(streams: list[Stream]) -> dict:

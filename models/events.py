@@ -48,6 +48,19 @@ class Stream:
     classes: tuple[str, ...] = ()  # the model's, naming the columns of probs
 
 
+def runs(labels: list[str | None]) -> list[tuple[int, int, str]]:
+    """Per-frame labels as (first, last, label) runs; None: an unlabelled frame, in no run."""
+    out: list[tuple[int, int, str]] = []
+    for f, lab in enumerate(labels):
+        if lab is None:
+            continue
+        if out and out[-1][2] == lab and out[-1][1] == f - 1:
+            out[-1] = (out[-1][0], f, lab)
+        else:
+            out.append((f, f, lab))
+    return out
+
+
 def events_of(labels: list[tuple[int, int, str]], cls: str) -> list[tuple[int, int]]:
     """Runs of frames labelled ``cls`` (adjacent segments merged): (first, impact)."""
     out: list[tuple[int, int]] = []
