@@ -144,32 +144,35 @@ MISSES = ("score below the threshold", "held by an earlier alert or its cooldown
 
 def misses(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Options) -> dict:
     """Why each event not caught in time was missed (keys: MISSES), replaying the runtime's
-    AlertLogic at one operating point: its score never reached ``thr`` before the deadline; it
-    did, but an alert (a false alarm, an earlier event) was on or cooling down; it did, but not
-    on k of n hyperframes; or an alert started after the deadline; or (a class that waits for a
-    pose: ``Options.then``) it would have been caught in time without the wait."""
+    AlertLogic at one operating point, between the event's first frame and the deadline: its
+    score never reached ``thr``; it did, but never on k of n hyperframes; it did on k of n, but
+    only while an alert (a false alarm, an earlier event) was on or cooling down; an alert
+    started after the deadline; or (a class that waits for a pose: ``Options.then``) its k of n
+    was free to start one, and the pose did not follow in time."""
     out = dict.fromkeys(MISSES, 0)
-    then = opts.then_of(cls)
+    k, n = kn
     for s in streams:
         held = np.zeros((1, len(s.anchors)), bool)
-        (alerts,) = starts(s, column, (thr,), *kn, opts.cooldown, held, then)
+        (alerts,) = starts(s, column, (thr,), k, n, opts.cooldown, held, opts.then_of(cls))
         caught, _ = assign(alerts, s.events[cls], s.fps, opts.match)
-        own = assign(starts(s, column, (thr,), *kn, opts.cooldown)[0], s.events[cls], s.fps,
-                     opts.match)[0] if then else {}  # fmt: skip
+        hits = s.probs[:, column] >= thr
+        armed = np.convolve(hits, np.ones(n, int))[: len(hits)] >= k  # k of the last n
         deadline = round(opts.max_delay * s.fps)
         for j, (first, impact) in enumerate(s.events[cls]):
             if j in caught and caught[j] <= impact + deadline:
                 continue
             sel = (s.anchors >= first) & (s.anchors <= impact + deadline)
-            over = sel & (s.probs[:, column] >= thr)
-            if j in own and own[j] <= impact + deadline:
-                out[MISSES[4]] += 1
-            elif j in caught:
+            if j in caught:
                 out[MISSES[3]] += 1
-            elif not over.any():
+            elif not (sel & hits).any():
                 out[MISSES[0]] += 1
+            elif not (sel & armed).any():
+                out[MISSES[2]] += 1
+            elif opts.then_of(cls) is None or not (sel & armed & ~held[0]).any():
+                out[MISSES[1]] += 1  # without a wait, a free k of n that started no alert for
+                # this event started one that an earlier event, still in its match time, took
             else:
-                out[MISSES[1 if held[0, over].any() else 2]] += 1
+                out[MISSES[4]] += 1
     return out
 
 

@@ -233,3 +233,20 @@ def test_a_fall_that_waits_for_lying_counts_only_the_falls_followed_by_it():
     alone = point([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0))
     assert (alone["caught"], alone["in_time"], alone["false_alarms"]) == (2, 2, 1)
     assert alone["false_by_label"] == {"stumble": 1}
+
+
+def test_a_miss_for_want_of_the_pose_is_told_so_whatever_the_wait_less_replay_did():
+    """A stumble (fall-like, nothing after it) at frame 100 and a fall at 300 whose lying
+    comes too late. Without the wait the stumble's alert would cool down over the fall, but
+    with it the stumble raises nothing: the fall was free to alert, its k of n came, and only
+    the pose did not follow in time."""
+    fall, lying = np.zeros(1000, np.float32), np.zeros(1000, np.float32)
+    fall[100:111] = 1.0
+    fall[300:311] = 1.0
+    lying[400:600] = 1.0  # 3.5 s after the impact
+    probs = np.stack([1 - fall - lying, fall, lying], 1)
+    s = Stream("s", 25.0, 1000, np.arange(1000), probs, {"fall": [(300, 310)]},
+               ((100, 110, "stumble"),), classes=("walk", "fall", "lying"))  # fmt: skip
+    wait = Options(cooldown=10.0, then=(Then("fall", "lying", 0.5, 1.0),))
+    why = misses([s], 1, "fall", 0.5, (2, 3), wait)
+    assert why == dict(zip(MISSES, (0, 0, 0, 0, 1), strict=True))
