@@ -1,6 +1,7 @@
 """Write a still-posture set for pretraining: many scenes, each seen for three frames.
 
     python -m models.synthposes OUT [--per-class 3000] [--seed 0] [--jobs 2]
+                                [--as lying=lying:500,stand=other:100,...]
 
 Each clip is three consecutive frames of one ``real`` scene (``edge_hf.synth``, training
 photographs only, every distractor) at a moment when the figure holds one of the postures
@@ -13,6 +14,11 @@ action clips show it a few hundred. Train a single-frame model on it (``models.t
 Layout: ``OUT/<posture>/v_<posture>_pNNNNN.avi`` (MJPG), ``segments.csv``, ``classes.txt`` and an
 empty ``flip.json`` (a mirrored posture is the same posture). Seeds never used by
 ``models.synthdata`` for seeds below 20.
+
+``--as POSTURE=LABEL:CLIPS,...`` writes only the postures named, each labelled as an action
+dataset names it, for ``models.train --more-data`` beside it: many scenes of a still pose
+the action clips show in few (README "Realistic data": lying after a fall in scenes the training
+never saw). ``classes.txt`` then lists those labels.
 
 Exit codes: 0 done, 2 bad arguments, 3 scikit-image's photographs are missing.
 """
@@ -87,26 +93,54 @@ def _write(job: Job) -> tuple[str, int, int, str] | None:
     return rel, 0, FRAMES - 1, job.posture
 
 
-def write_postures(out: Path, per_class: int, seed: int = 0, workers: int = 1) -> int:
-    """Write the set; returns the number of clips."""
-    for p in POSTURES:
+def write_postures(
+    out: Path,
+    per_class: int,
+    seed: int = 0,
+    workers: int = 1,
+    as_labels: dict[str, tuple[str, int]] | None = None,
+) -> int:
+    """Write the set; returns the number of clips. ``as_labels`` (posture: (label, clips)):
+    only those postures, that many clips each, labelled so."""
+    plan = as_labels or {p: (p, per_class) for p in POSTURES}
+    for p in plan:
         (out / p).mkdir(parents=True, exist_ok=True)
-    jobs = [Job(out, p, k, seed) for p in POSTURES for k in range(per_class)]
+    jobs = [Job(out, p, k, seed) for p, (_, n) in plan.items() for k in range(n)]
     if workers <= 1:
         rows = [_write(j) for j in jobs]
     else:
         with ProcessPoolExecutor(workers) as ex:
             rows = list(ex.map(_write, jobs, chunksize=64))
-    kept = [r for r in rows if r is not None]
+    kept = [(*r[:3], plan[r[3]][0]) for r in rows if r is not None]
     tmp = out / "segments.csv.tmp"
     with open(tmp, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["video", "start_frame", "end_frame", "label"])
         w.writerows(kept)
-    (out / "classes.txt").write_text("\n".join(POSTURES) + "\n")
+    labels = dict.fromkeys(label for label, _ in plan.values())  # in order, once each
+    (out / "classes.txt").write_text("\n".join(labels) + "\n")
     (out / "flip.json").write_text(json.dumps({}))
     tmp.replace(out / "segments.csv")  # last: a set without it was not finished
     return len(kept)
+
+
+def _as_labels(text: str) -> dict[str, tuple[str, int]]:
+    """``lying=lying:500,stand=other:100`` -> {"lying": ("lying", 500), "stand": ("other", 100)}."""
+    out: dict[str, tuple[str, int]] = {}
+    for item in text.split(","):
+        posture, _, rest = item.partition("=")
+        label, _, clips = rest.partition(":")
+        if posture.strip() not in POSTURES or not label.strip() or not clips.strip().isdigit():
+            raise argparse.ArgumentTypeError(
+                f"expected POSTURE=LABEL:CLIPS with POSTURE one of {', '.join(POSTURES)}, "
+                f"found {item!r}"
+            )
+        if not 0 < int(clips) <= MAX_PER_CLASS or posture.strip() in out:
+            raise argparse.ArgumentTypeError(
+                f"expected each posture once with 1..{MAX_PER_CLASS} clips, found {item!r}"
+            )
+        out[posture.strip()] = (label.strip(), int(clips))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,16 +155,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="another seed, other scenes (default: %(default)s)")  # fmt: skip
     ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
                     help="worker processes (default: %(default)s)")  # fmt: skip
+    ap.add_argument("--as", dest="as_labels", metavar="POSTURE=LABEL:CLIPS,...", type=_as_labels,
+                    help="only these postures, labelled for an action dataset (--more-data), "
+                    "e.g. lying=lying:500,stand=other:100")  # fmt: skip
     args = ap.parse_args(argv)
     if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
         ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")
     t0 = time.perf_counter()
     try:
-        n = write_postures(args.out, args.per_class, args.seed, args.jobs)
+        n = write_postures(args.out, args.per_class, args.seed, args.jobs, args.as_labels)
     except BackgroundError as e:
         print(f"models.synthposes: error: {e}", file=sys.stderr)
         return 3
-    print(f"wrote {args.out}: {n} clips of {len(POSTURES)} postures "
+    print(f"wrote {args.out}: {n} clips of {len(args.as_labels or POSTURES)} postures "
           f"in {time.perf_counter() - t0:.1f} s")  # fmt: skip
     return 0
 

@@ -58,3 +58,32 @@ def test_cli_writes_a_set_and_rejects_bad_arguments(tmp_path: Path) -> None:
     bad = run_module("models.synthposes", str(tmp_path / "q"), "--per-class", "0")
     assert bad.returncode == 2 and "--per-class must be in 1..100000" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "q").exists()
+
+
+def test_postures_written_as_an_action_datasets_labels(tmp_path: Path) -> None:
+    """``--as``: only the postures named, that many clips each, labelled as the action classes
+    name them; the same scenes as the full set of that seed."""
+    plan = {"lying": ("lying", 2), "stand": ("other", 1), "sitting": ("other", 1)}
+    n = synthposes.write_postures(tmp_path / "a", 0, seed=0, workers=1, as_labels=plan)
+    with open(tmp_path / "a" / "segments.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert n == len(rows) == 4
+    assert sorted((r["video"].split("/")[0], r["label"]) for r in rows) == [
+        ("lying", "lying"), ("lying", "lying"), ("sitting", "other"), ("stand", "other")
+    ]  # fmt: skip
+    assert (tmp_path / "a" / "classes.txt").read_text().split() == ["lying", "other"]
+    assert not (tmp_path / "a" / "walk").exists()
+    synthposes.write_postures(tmp_path / "full", 1, seed=0, workers=1)
+    rel = "stand/v_stand_p00000.avi"
+    assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "full" / rel).read_bytes()
+
+
+def test_cli_as_writes_the_named_postures_and_rejects_unknown_ones(tmp_path: Path) -> None:
+    r = run_module("models.synthposes", str(tmp_path / "p"), "--as", "lying=lying:2,arm=hold:1",
+                   "--jobs", "1")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "3 clips of 2 postures" in r.stdout
+    for bad in ("lyin=lying:2", "lying=lying", "lying=:2", "lying=lying:0", "lying=a:1,lying=b:1"):
+        out = run_module("models.synthposes", str(tmp_path / "q"), "--as", bad)
+        assert out.returncode == 2 and "expected" in out.stderr and bad.split(",")[-1] in out.stderr
+        assert "Traceback" not in out.stderr and not (tmp_path / "q").exists()
