@@ -156,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
                     help="worker processes (default: %(default)s)")  # fmt: skip
     ap.add_argument("--as", dest="as_labels", metavar="POSTURE=LABEL:CLIPS,...", type=_as_labels,
-                    help="only these postures, labelled for an action dataset (--more-data), "
-                    "e.g. lying=lying:500,stand=other:100")  # fmt: skip
+                    help="only these postures, that many clips each (not --per-class), "
+                    "labelled for an action dataset (--more-data), e.g. lying=lying:500,"
+                    "stand=other:100")  # fmt: skip
     args = ap.parse_args(argv)
     if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
         ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")
