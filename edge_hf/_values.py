@@ -14,7 +14,7 @@ from typing import Any
 from edge_hf.errors import SpecError, UsageError
 from edge_hf.spec import Then, check_threshold
 
-_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_NAME = re.compile(r"[A-Za-z0-9_-]+")  # fullmatch: "$" would let a final newline in
 
 
 @dataclass(frozen=True)
@@ -190,8 +190,10 @@ def cameras(v: Any, where: str) -> tuple[str, ...]:
     if isinstance(v, dict):
         out = []
         for name, src in v.items():
-            if not _NAME.match(name):
-                raise UsageError(f"{where}.{name}: a camera name is letters, digits, '_' and '-'")
+            if not _NAME.fullmatch(name):
+                raise UsageError(
+                    f"{where}: a camera name is letters, digits, '_' and '-', found {name!r}"
+                )
             if isinstance(src, dict):
                 if "source" not in src:
                     raise UsageError(f'{where}.{name}: a camera table needs source = "SRC"')

@@ -35,7 +35,7 @@ from edge_hf.errors import SinkError
 log = logging.getLogger("edge_hf.snapshots")
 SMALL_HEIGHT = 270
 QUALITY = 90
-NAME = re.compile(r"^[A-Za-z0-9_.-]+\.jpg$")  # what /snapshots/<file> serves
+NAME = re.compile(r"[A-Za-z0-9_.-]+\.jpg")  # what /snapshots/<file> serves (fullmatch)
 _SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -70,7 +70,7 @@ class SnapshotStore:
         self._trim()
 
     def _jpegs(self):
-        return (p for p in self.dir.iterdir() if p.is_file() and NAME.match(p.name))
+        return (p for p in self.dir.iterdir() if p.is_file() and NAME.fullmatch(p.name))
 
     def save(self, camera: str, label: str, event_id: str, t: float, image: np.ndarray) -> Snapshot:
         """Write one snapshot; raises OSError when the disk refuses it."""
@@ -87,7 +87,7 @@ class SnapshotStore:
 
     def path(self, name: str) -> Path | None:
         """The file behind ``/snapshots/<name>``, or None (a name that is not one of ours)."""
-        if not NAME.match(name):
+        if not NAME.fullmatch(name):
             return None
         p = self.dir / name
         return p if p.is_file() else None

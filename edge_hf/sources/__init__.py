@@ -28,7 +28,7 @@ SCHEMES = {
     "synth": SynthSource,
 }
 _NAMED = re.compile(r"^(?P<name>[A-Za-z0-9_-]+)=(?P<src>.+)$", re.DOTALL)
-_DEVICE = re.compile(r"^(/dev/video\d+|\d+)$", re.ASCII)
+_DEVICE = re.compile(r"/dev/video\d+|\d+", re.ASCII)  # fullmatch
 
 __all__ = ["SCHEMES", "Source", "SourceOptions", "open_source", "split_name"]
 
@@ -38,7 +38,7 @@ def split_name(arg: str) -> tuple[str, str]:
     m = _NAMED.match(arg)
     if m:
         return m["name"], m["src"]
-    if _DEVICE.match(arg):
+    if _DEVICE.fullmatch(arg):
         return (Path(arg).name if arg.startswith("/") else f"video{arg}"), arg
     try:
         parts = urlsplit(arg)
@@ -60,7 +60,7 @@ def open_source(
     camera's URL (see :mod:`edge_hf.credentials`)."""
     name, src = split_name(arg)
     check_text(src, where)
-    if _DEVICE.match(src):
+    if _DEVICE.fullmatch(src):
         return V4L2Source(src, name, opts)
     if "://" not in src:
         problem = file_problem(Path(src))
