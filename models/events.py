@@ -151,9 +151,10 @@ def misses(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: O
     was free to start one, and the pose did not follow in time."""
     out = dict.fromkeys(MISSES, 0)
     k, n = kn
+    then = opts.then_of(cls)
     for s in streams:
         held = np.zeros((1, len(s.anchors)), bool)
-        (alerts,) = starts(s, column, (thr,), k, n, opts.cooldown, held, opts.then_of(cls))
+        (alerts,) = starts(s, column, (thr,), k, n, opts.cooldown, held, then)
         caught, _ = assign(alerts, s.events[cls], s.fps, opts.match)
         hits = s.probs[:, column] >= thr
         armed = np.convolve(hits, np.ones(n, int))[: len(hits)] >= k  # k of the last n
@@ -168,7 +169,7 @@ def misses(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: O
                 out[MISSES[0]] += 1
             elif not (sel & armed).any():
                 out[MISSES[2]] += 1
-            elif opts.then_of(cls) is None or not (sel & armed & ~held[0]).any():
+            elif then is None or not (sel & armed & ~held[0]).any():
                 out[MISSES[1]] += 1  # without a wait, a free k of n that started no alert for
                 # this event started one that an earlier event, still in its match time, took
             else:

@@ -128,18 +128,18 @@ def _as_labels(text: str) -> dict[str, tuple[str, int]]:
     """``lying=lying:500,stand=other:100`` -> {"lying": ("lying", 500), "stand": ("other", 100)}."""
     out: dict[str, tuple[str, int]] = {}
     for item in text.split(","):
-        posture, _, rest = item.partition("=")
-        label, _, clips = rest.partition(":")
-        if posture.strip() not in POSTURES or not label.strip() or not clips.strip().isdigit():
+        posture, _, rest = (part.strip() for part in item.partition("="))
+        label, _, clips = (part.strip() for part in rest.partition(":"))
+        if posture not in POSTURES or not label or not clips.isdigit():
             raise argparse.ArgumentTypeError(
                 f"expected POSTURE=LABEL:CLIPS with POSTURE one of {', '.join(POSTURES)}, "
                 f"found {item!r}"
             )
-        if not 0 < int(clips) <= MAX_PER_CLASS or posture.strip() in out:
+        if not 0 < int(clips) <= MAX_PER_CLASS or posture in out:
             raise argparse.ArgumentTypeError(
                 f"expected each posture once with 1..{MAX_PER_CLASS} clips, found {item!r}"
             )
-        out[posture.strip()] = (label.strip(), int(clips))
+        out[posture] = (label, int(clips))
     return out
 
 
