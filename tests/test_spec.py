@@ -177,3 +177,47 @@ def test_thresholds_are_parsed_and_layered_in_one_place():
         layer_thresholds(spec, [("cameras.a.thresholds", (("smoke", 0.5),))])
     with pytest.raises(SpecError, match=r"--threshold fall must be a threshold in \(0, 1\]"):
         layer_thresholds(spec, [("--threshold", (("fall", 2.0),))])
+
+
+# ---- any spec a model file can carry: a spec that round-trips, or one line naming the field ----
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 10**12),
+    st.floats(allow_nan=True),
+    st.text(max_size=5),
+    st.sampled_from(["fall", "lying", "idle", "softmax", "sigmoid", "linear", "frame-major"]),
+)
+_KEYS = st.sampled_from(["pose", "threshold", "within", "frames", "stride", "offset", "fall", "x"])
+_VALUE = st.recursive(
+    _LEAF,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=10,
+)
+_FIELDS = st.sampled_from([*HyperframeSpec.__dataclass_fields__, "extra"])
+_BASE = {
+    "frames": 3,
+    "stride": 1,
+    "size": [160, 160],
+    "classes": ["idle", "fall", "lying"],
+    "alert_classes": {"fall": 0.8},
+    "alert_then": {"fall": {"pose": "lying"}},
+}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(changes=st.dictionaries(_FIELDS, _VALUE, max_size=4))
+def test_any_spec_in_a_model_file_is_valid_or_a_one_line_error(changes):
+    """A foreign or damaged model's metadata: any JSON in any field is refused with one line
+    naming the field, or makes a spec that gives input shapes and reads back the same."""
+    text = json.dumps({**_BASE, **changes})
+    try:
+        spec = HyperframeSpec.from_json(text, "m.onnx")
+    except SpecError as e:
+        assert "\n" not in str(e) and str(e).startswith("m.onnx: "), str(e)
+        return
+    assert all(len(spec.input_shape(i, 1)) == 5 for i in range(len(spec.inputs)))
+    assert HyperframeSpec.from_json(spec.to_json()) == spec
