@@ -2,7 +2,7 @@
 
     python -m models.evaluate MODEL STREAMS [--threshold CLASS=P] [--k-of-n K/N] [--cooldown S]
                               [--max-delay 1.0] [--target 0.5] [--every N] [--out DIR]
-                              [--confirm MODEL2 [--screen-threshold CLASS=P]]
+                              [--confirm MODEL2 [--screen-threshold CLASS=P]] [--by COLUMN]
 
 MODEL is any exported file (``.onnx``, ``.xml``) or a training checkpoint (``.pt``, exported to
 ONNX on the fly: needs torch). STREAMS is a folder of long videos with frame-level labels
@@ -19,8 +19,11 @@ started on (what the stream showed: a lie-down, a sit-down ...). Reported per cl
 caught within ``--max-delay``), missed, false alarms per hour of video, delay median and p95; and
 the operating point recommended at the runtime's k-of-n: the most events caught within
 ``--max-delay`` at no more than ``--target`` false alarms per hour (ties: fewer false alarms,
-then the higher threshold). ``OUT/eval.json`` has everything, ``OUT/sweep.png`` draws false alarms
-per hour against recall. ``python -m export ... --threshold CLASS=P`` writes a threshold into the
+then the higher threshold). ``OUT/eval.json`` has everything, including at both points each
+event's delay or why it was missed and where each false alarm started (``outcomes``: to look them
+up in the videos); ``OUT/sweep.png`` draws false alarms per hour against recall. ``--by COLUMN``
+breaks both points down by a fact about each video from ``STREAMS/videos.csv`` (``video,COLUMN``:
+a camera, a distance; the synthetic streams have ``figure``, far or near). ``python -m export ... --threshold CLASS=P`` writes a threshold into the
 model's spec.
 
 With ``--confirm MODEL2`` the runtime runs in two-stage mode (edge_hf.twostage): MODEL screens
@@ -47,8 +50,19 @@ from edge_hf.alerts import AlertLogic, AlertPolicy
 from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
 from edge_hf.sources import SourceOptions
-from models.data import DataError, read_segments
-from models.events import Options, Stream, events_of, misses, peaks, point, recommend, sweep
+from models.data import DataError, read_facts, read_segments
+from models.events import (
+    Options,
+    Stream,
+    by_fact,
+    events_of,
+    misses,
+    outcomes,
+    peaks,
+    point,
+    recommend,
+    sweep,
+)
 
 GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
 KN = ((1, 1), (2, 3), (2, 2), (3, 5))  # k-of-n drawn in the sweep
@@ -135,7 +149,23 @@ def cost(streams: list[Stream]) -> dict:
     return out
 
 
-def evaluate(model: Path, root: Path, opts: Options) -> dict:
+def facts(root: Path, by: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """``root/videos.csv``'s facts ``by`` about every video of root/segments.csv (checked before
+    any video is scored)."""
+    if not by:
+        return {}
+    known = read_facts(root / "videos.csv", by)
+    lost = sorted({v for v, *_ in read_segments(root / "segments.csv")} - set(known))
+    if lost:
+        raise DataError(f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of segments.csv, "
+                        f"e.g. {lost[0]}; add one per video")  # fmt: skip
+    return known
+
+
+def evaluate(model: Path, root: Path, opts: Options, by: tuple[str, ...] = ()) -> dict:
+    """The report (module docstring); ``by``: columns of ``root/videos.csv`` to break each
+    point's counts down by."""
+    known = facts(root, by)
     streams, classes, (thresholds, then) = load_streams(model, root, opts)
     opts = replace(opts, then=then)
     hours = sum(s.length / s.fps for s in streams) / 3600.0
@@ -151,9 +181,10 @@ def evaluate(model: Path, root: Path, opts: Options) -> dict:
         chosen = {"operating": point(streams, column, cls, thr, (opts.k, opts.n), opts),
                   "recommended": recommend(here, opts.target)}  # fmt: skip
         for r in chosen.values():
-            r["missed_because"] = misses(
-                streams, column, cls, r["threshold"], (r["k"], r["n"]), opts
-            )
+            outcome = outcomes(streams, column, cls, r["threshold"], (r["k"], r["n"]), opts)
+            r["missed_because"], r["outcomes"] = misses(outcome), outcome
+            r["by"] = {c: by_fact(outcome, streams, {v: f[c] for v, f in known.items()})
+                       for c in by}  # fmt: skip
         report["classes"][cls] = {
             **chosen,
             "sweep": rows,
@@ -254,6 +285,14 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         "--every", type=int, default=1, help="run the model every N frames (default: 1)"
     )
     ap.add_argument(
+        "--by",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="break the counts down by a column of STREAMS/videos.csv (video,COLUMN,...: a fact "
+        "about each video, such as camera or distance); repeatable",
+    )
+    ap.add_argument(
         "--out",
         type=Path,
         default=Path("runs/eval"),
@@ -309,6 +348,10 @@ def summary(report: dict) -> str:
             if by:
                 shown = ", ".join(f"{label} {n}" for label, n in by.items())
                 lines.append(f"({cls}, {title}: false alarms started on {shown})")
+            for column, groups in r[title]["by"].items():
+                shown = "; ".join(f"{v} {g['in_time']} of {g['events']} in time, "
+                                  f"{g['false_per_hour']:.2f} false/h" for v, g in groups.items())  # fmt: skip
+                lines.append(f"({cls}, {title}, by {column}: {shown})")
     return "\n".join(lines)
 
 
@@ -321,7 +364,9 @@ def main(argv: list[str] | None = None) -> int:
             if opts.confirm is not None:
                 (Path(tmp) / "confirm").mkdir()
                 opts = replace(opts, confirm=_model_file(opts.confirm, Path(tmp) / "confirm"))
-            report = evaluate(_model_file(args.model, Path(tmp)), args.streams, opts)
+            report = evaluate(
+                _model_file(args.model, Path(tmp)), args.streams, opts, tuple(args.by)
+            )
     except (DataError, EdgeHFError) as e:
         print(f"models.evaluate: error: {e}", file=sys.stderr)
         return getattr(e, "exit_code", 2)

@@ -142,38 +142,75 @@ MISSES = ("score below the threshold", "held by an earlier alert or its cooldown
           "not k of n in time", "caught late", "no pose after it in time")  # fmt: skip
 
 
-def misses(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Options) -> dict:
-    """Why each event not caught in time was missed (keys: MISSES), replaying the runtime's
-    AlertLogic at one operating point, between the event's first frame and the deadline: its
-    score never reached ``thr``; it did, but never on k of n hyperframes; it did on k of n, but
-    only while an alert (a false alarm, an earlier event) was on or cooling down; an alert
-    started after the deadline; or (a class that waits for a pose: ``Options.then``) its k of n
-    was free to start one, and the pose did not follow in time."""
-    out = dict.fromkeys(MISSES, 0)
+def outcomes(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Options) -> dict:
+    """What happened to each labelled event at one operating point (``events``: its stream, first
+    frame, impact, delay in seconds or None, and why it was not caught in time or None) and where
+    each false alarm started (``false_alarms``: stream, frame, the label it is counted by), to look
+    the misses up in the videos. Replays the runtime's AlertLogic; an event not caught in time is
+    told, between its first frame and the deadline (MISSES, in order): its score never reached
+    ``thr``; it did, but never on k of n hyperframes; it did on k of n, but only while an alert (a
+    false alarm, an earlier event) was on or cooling down; an alert started after the deadline; or
+    (a class that waits for a pose: ``Options.then``) its k of n was free to start one, and the
+    pose did not follow in time."""
     k, n = kn
     then = opts.then_of(cls)
+    events: list[dict] = []
+    false: list[dict] = []
     for s in streams:
-        held = np.zeros((1, len(s.anchors)), bool)
-        (alerts,) = starts(s, column, (thr,), k, n, opts.cooldown, held, then)
-        caught, _ = assign(alerts, s.events[cls], s.fps, opts.match)
+        held, armed = np.zeros((1, len(s.anchors)), bool), [{}]
+        (alerts,) = starts(s, column, (thr,), k, n, opts.cooldown, held, then, armed)
+        caught, wrong = assign(alerts, s.events[cls], s.fps, opts.match)
+        false += [{"stream": s.name, "frame": f,
+                   "label": label_at(s.labels, armed[0][f] if then else f)} for f in wrong]  # fmt: skip
         hits = s.probs[:, column] >= thr
-        armed = np.convolve(hits, np.ones(n, int))[: len(hits)] >= k  # k of the last n
+        kofn = np.convolve(hits, np.ones(n, int))[: len(hits)] >= k  # k of the last n
         deadline = round(opts.max_delay * s.fps)
         for j, (first, impact) in enumerate(s.events[cls]):
-            if j in caught and caught[j] <= impact + deadline:
-                continue
             sel = (s.anchors >= first) & (s.anchors <= impact + deadline)
-            if j in caught:
-                out[MISSES[3]] += 1
+            delay = (caught[j] - impact) / s.fps if j in caught else None
+            if j in caught and caught[j] <= impact + deadline:
+                why = None
+            elif j in caught:
+                why = MISSES[3]
             elif not (sel & hits).any():
-                out[MISSES[0]] += 1
-            elif not (sel & armed).any():
-                out[MISSES[2]] += 1
-            elif then is None or not (sel & armed & ~held[0]).any():
-                out[MISSES[1]] += 1  # without a wait, a free k of n that started no alert for
+                why = MISSES[0]
+            elif not (sel & kofn).any():
+                why = MISSES[2]
+            elif then is None or not (sel & kofn & ~held[0]).any():
+                why = MISSES[1]  # without a wait, a free k of n that started no alert for
                 # this event started one that an earlier event, still in its match time, took
             else:
-                out[MISSES[4]] += 1
+                why = MISSES[4]
+            events.append({"stream": s.name, "first": first, "impact": impact,
+                           "delay": delay, "missed_because": why})  # fmt: skip
+    return {"events": events, "false_alarms": false}
+
+
+def misses(outcome: dict) -> dict:
+    """How many of ``outcomes``' events not caught in time were missed for each reason."""
+    out = dict.fromkeys(MISSES, 0)
+    for e in outcome["events"]:
+        if e["missed_because"] is not None:
+            out[e["missed_because"]] += 1
+    return out
+
+
+def by_fact(outcome: dict, streams: list[Stream], fact: dict[str, str]) -> dict:
+    """``outcomes``' counts per value of a fact about the videos (``fact``: video -> value):
+    videos, hours, events, events caught in time, false alarms and false alarms per hour."""
+    out: dict[str, dict] = {}
+    for s in sorted(streams, key=lambda s: fact[s.name]):
+        row = out.setdefault(fact[s.name], dict.fromkeys(
+            ("videos", "hours", "events", "in_time", "false_alarms"), 0))  # fmt: skip
+        row["videos"] += 1
+        row["hours"] += s.length / s.fps / 3600.0
+    for e in outcome["events"]:
+        out[fact[e["stream"]]]["events"] += 1
+        out[fact[e["stream"]]]["in_time"] += e["missed_because"] is None
+    for f in outcome["false_alarms"]:
+        out[fact[f["stream"]]]["false_alarms"] += 1
+    for row in out.values():
+        row["false_per_hour"] = row["false_alarms"] / row["hours"] if row["hours"] else 0.0
     return out
 
 

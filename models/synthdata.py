@@ -18,7 +18,8 @@ clip as H.264 at a random bit rate (ffmpeg) or MJPG at a random JPEG quality (30
 model sees both kinds of compression artefacts. Preset ``easy``: the first synthetic world
 (six classes, plain backgrounds, MJPG at OpenCV's default quality).
 (b) with ``--streams N``, a second dataset in ``OUT/streams/``: long clips with ``segments.csv``
-(``video,start_frame,end_frame,label``) and ``classes.txt``. ``real``: stories of
+(``video,start_frame,end_frame,label``), ``classes.txt`` and ``videos.csv`` (each figure's
+height in pixels, far or near: ``models.evaluate --by figure``). ``real``: stories of
 ``--stream-minutes`` each on held-out photographs, every fourth one with no fall at all, the others
 with about one fall a minute; ``fall`` covers the frames from the start of the fall motion up to
 and including the impact. Written as H.264 at a random bit rate (ffmpeg) or ``--stream-codec
@@ -228,8 +229,20 @@ def write_streams(
         w = csv.writer(f)
         w.writerow(["video", "start_frame", "end_frame", "label"])
         w.writerows(rows)
+    _write_facts(out / "videos.csv", jobs)
     (out / "classes.txt").write_text("".join(f"{c}\n" for c in labels))
     return total
+
+
+def _write_facts(path: Path, jobs: list[Job]) -> None:
+    """Per stream, its figure's standing height in pixels, and far (under synth.FAR of the
+    frame's height) or near: ``python -m models.evaluate ... --by figure``."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["video", "figure", "figure_px"])
+        for job in jobs:
+            h = synth.SceneParams.sample(job.seed, job.preset).height
+            w.writerow([job.path.name, "far" if h < synth.FAR else "near", round(h * job.size[0])])
 
 
 def _rate(frames: int, seconds: float) -> str:

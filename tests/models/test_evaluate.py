@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edge_hf.spec import HyperframeSpec, Then, write_onnx_spec
-from models.events import MISSES, Options, Stream, label_at, misses, point, recommend
+from models.events import MISSES, Options, Stream, label_at, misses, outcomes, point, recommend
 from tests.conftest import run_module
 
 SPEC = HyperframeSpec(
@@ -102,6 +102,11 @@ def test_counts_delays_and_false_alarms_on_a_known_stream(known, tmp_path: Path)
     assert report["hours"] == pytest.approx(LENGTH / FPS / 3600)
     assert (tmp_path / "sweep.png").stat().st_size > 10_000
     assert "| fall | operating | 0.50 | 2/3 | 4 | 3 | 2 | 1 |" in r.stdout
+    # each fall and each false alarm, to look them up in the video
+    told = [(e["first"], e["delay"], e["missed_because"]) for e in p["outcomes"]["events"]]
+    assert told == [(100, 6 / FPS, None), (400, -9 / FPS, None), (600, None, MISSES[0]),
+                    (900, 41 / FPS, MISSES[3])]  # fmt: skip
+    assert p["outcomes"]["false_alarms"] == [{"stream": "s.avi", "frame": 801, "label": "walk"}]
 
 
 def test_a_later_match_window_turns_a_late_alert_into_a_false_alarm(known, tmp_path: Path):
@@ -200,9 +205,9 @@ def test_each_missed_fall_is_told_why():
     p[1505:1511] = 1.0  # the fall at 1500: in time
     falls = [(100, 110), (200, 210), (600, 610), (1000, 1010), (1500, 1510)]
     s = Stream("s", 25.0, 2000, np.arange(2000), np.stack([1 - p, p], 1), {"fall": falls})
-    why = misses([s], 1, "fall", 0.5, (2, 3), Options(cooldown=10.0))
+    why = misses(outcomes([s], 1, "fall", 0.5, (2, 3), Options(cooldown=10.0)))
     assert why == dict(zip(MISSES, (1, 1, 1, 1, 0), strict=True))
-    assert misses([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0))[MISSES[1]] == 0
+    assert misses(outcomes([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0)))[MISSES[1]] == 0
 
 
 def test_a_fall_that_waits_for_lying_counts_only_the_falls_followed_by_it():
@@ -229,7 +234,7 @@ def test_a_fall_that_waits_for_lying_counts_only_the_falls_followed_by_it():
     probs[:, 2] = lying
     got = point([s], 1, "fall", 0.5, (2, 3), wait)
     assert got["false_by_label"] == {"stumble": 1}
-    assert misses([s], 1, "fall", 0.5, (2, 3), wait)[MISSES[4]] == 1
+    assert misses(outcomes([s], 1, "fall", 0.5, (2, 3), wait))[MISSES[4]] == 1
     alone = point([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0))
     assert (alone["caught"], alone["in_time"], alone["false_alarms"]) == (2, 2, 1)
     assert alone["false_by_label"] == {"stumble": 1}
@@ -248,5 +253,73 @@ def test_a_miss_for_want_of_the_pose_is_told_so_whatever_the_wait_less_replay_di
     s = Stream("s", 25.0, 1000, np.arange(1000), probs, {"fall": [(300, 310)]},
                ((100, 110, "stumble"),), classes=("walk", "fall", "lying"))  # fmt: skip
     wait = Options(cooldown=10.0, then=(Then("fall", "lying", 0.5, 1.0),))
-    why = misses([s], 1, "fall", 0.5, (2, 3), wait)
+    why = misses(outcomes([s], 1, "fall", 0.5, (2, 3), wait))
     assert why == dict(zip(MISSES, (0, 0, 0, 0, 1), strict=True))
+
+
+@pytest.fixture(scope="module")
+def two_cameras(known, tmp_path_factory) -> Path:
+    """The known stream as camera "hall", and a dark one with a fall as camera "yard"."""
+    _, src = known
+    root = tmp_path_factory.mktemp("two")
+    (root / "s.avi").write_bytes((src / "s.avi").read_bytes())
+    w = cv2.VideoWriter(str(root / "t.avi"), cv2.VideoWriter_fourcc(*"MJPG"), FPS, (64, 48))
+    for _ in range(250):
+        w.write(np.zeros((48, 64, 3), np.uint8))
+    w.release()
+    rows = (src / "segments.csv").read_text() + "t.avi,0,99,walk\nt.avi,100,110,fall\n"
+    (root / "segments.csv").write_text(rows)
+    (root / "videos.csv").write_text("video,camera,light\ns.avi,hall,day\nt.avi,yard,\n")
+    return root
+
+
+def test_counts_broken_down_by_a_fact_about_each_video(known, two_cameras, tmp_path: Path):
+    model, _ = known
+    r = run_module("models.evaluate", str(model), str(two_cameras), "--cooldown", "1",
+                   "--by", "camera", "--by", "light", "--out", str(tmp_path))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    p = json.loads((tmp_path / "eval.json").read_text())["classes"]["fall"]["operating"]
+    hall, yard = p["by"]["camera"]["hall"], p["by"]["camera"]["yard"]
+    assert (hall["videos"], hall["events"], hall["in_time"], hall["false_alarms"]) == (1, 4, 2, 1)
+    assert (yard["videos"], yard["events"], yard["in_time"], yard["false_alarms"]) == (1, 1, 0, 0)
+    assert hall["false_per_hour"] == pytest.approx(1 / (LENGTH / FPS / 3600))
+    assert set(p["by"]["light"]) == {"day", "(empty)"}
+    assert (
+        "(fall, operating, by camera: hall 2 of 4 in time, 90.00 false/h; yard 0 of 1 in time, 0.00 false/h)"
+        in r.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda root: (root / "videos.csv").unlink(), "videos.csv: not found; --by needs a CSV"),
+        (
+            lambda root: (root / "videos.csv").write_text("video,room\ns.avi,a\nt.avi,b\n"),
+            "expected the columns video and ['camera'], found ['video', 'room']",
+        ),
+        (
+            lambda root: (root / "videos.csv").write_text("video,camera\ns.avi,a\n"),
+            "videos.csv: no row for 1 video(s) of segments.csv, e.g. t.avi; add one per video",
+        ),
+        (
+            lambda root: (root / "videos.csv").write_text("video,camera\ns.avi,a\ns.avi,b\n"),
+            "videos.csv:3: video s.avi is listed twice",
+        ),
+    ],
+)
+def test_a_bad_videos_csv_is_one_line_before_any_video_is_scored(
+    known, two_cameras, tmp_path: Path, edit, message
+):
+    model, _ = known
+    root = tmp_path / "streams"
+    root.mkdir()
+    for f in two_cameras.iterdir():
+        (root / f.name).symlink_to(f)
+    (root / "videos.csv").unlink()
+    (root / "videos.csv").write_text((two_cameras / "videos.csv").read_text())
+    edit(root)
+    r = run_module("models.evaluate", str(model), str(root), "--by", "camera",
+                   "--out", str(tmp_path / "out"))  # fmt: skip
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

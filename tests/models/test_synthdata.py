@@ -159,6 +159,14 @@ def test_stream_story_segments_match_the_videos(tmp_path: Path) -> None:
         falls = sum(label == "fall" for *_, label in segs)
         assert falls == synthdata.stream_falls(int(video[6:9]), 0.4, 2)
     assert total == n and synthdata.stream_falls(3, 3.0, 0) == 0 < synthdata.stream_falls(0, 3.0, 0)
+    facts = {r["video"]: r for r in csv.DictReader((tmp_path / "videos.csv").open())}
+    assert sorted(facts) == sorted(by_video)  # one row per stream: models.evaluate --by figure
+    for k in range(4):  # the height the scene draws its figure at, far under a third of the frame
+        params = synth.SceneParams.sample(2 * 100_000 + synthdata.STREAM_SEED + k, "real")
+        scene = synth.make_scene("story", size=SIZE, params=params, preset="real")
+        row = facts[f"story_{k:03d}.mp4"]
+        assert int(row["figure_px"]) == round(scene.figure_height)
+        assert row["figure"] == ("far" if scene.figure_height < 0.32 * SIZE[0] else "near")
     ds = data.load(tmp_path, val_fraction=0.5, test_fraction=0)
     assert "fall" in ds.classes and len(ds.train) + len(ds.val) == 4
 
