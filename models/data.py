@@ -291,6 +291,19 @@ def read_facts(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, str]
     return out
 
 
+def stream_facts(root: Path, by: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """``root/videos.csv``'s facts ``by`` about every video of root/segments.csv (checked before
+    any video is scored)."""
+    if not by:
+        return {}
+    known = read_facts(root / "videos.csv", by)
+    lost = sorted({v for v, *_ in read_segments(root / "segments.csv")} - set(known))
+    if lost:
+        raise DataError(f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of segments.csv, "
+                        f"e.g. {lost[0]}; add one per video")  # fmt: skip
+    return known
+
+
 def window_label(
     labels: tuple[int, ...] | int, frames: list[int], strategy: str, abnormal: frozenset[int]
 ) -> int:

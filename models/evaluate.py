@@ -1,12 +1,13 @@
 """Event-level evaluation: what a person woken by the alerts counts.
 
-    python -m models.evaluate MODEL STREAMS [--threshold CLASS=P] [--k-of-n K/N] [--cooldown S]
+    python -m models.evaluate MODEL STREAMS [STREAMS ...] [--threshold CLASS=P] [--k-of-n K/N] [--cooldown S]
                               [--max-delay 1.0] [--target 0.5] [--every N] [--out DIR]
                               [--confirm MODEL2 [--screen-threshold CLASS=P]] [--by COLUMN]
 
 MODEL is any exported file (``.onnx``, ``.xml``) or a training checkpoint (``.pt``, exported to
 ONNX on the fly: needs torch). STREAMS is a folder of long videos with frame-level labels
-(``segments.csv``, the trainer's layout). Each stream goes through the runtime itself, as a file
+(``segments.csv``, the trainer's layout); several folders are one set (streams named
+FOLDER/VIDEO: one operating point for all). Each stream goes through the runtime itself, as a file
 camera processed as fast as possible: its sampler, backend and activation, unchanged. The score of
 every hyperframe is recorded on the way to the alert logic, and the runtime's own ``AlertLogic``
 then replays those scores for each operating point of a sweep (thresholds x k-of-n).
@@ -50,7 +51,7 @@ from edge_hf.alerts import AlertLogic, AlertPolicy
 from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
 from edge_hf.sources import SourceOptions
-from models.data import DataError, read_facts, read_segments
+from models.data import DataError, read_segments, stream_facts
 from models.events import (
     Options,
     Stream,
@@ -106,16 +107,19 @@ def score(model: Path, video: Path, opts: Options) -> tuple[Runtime, _Tap, int]:
     return rt, tap, rt.cameras[0].capture.stats.grabbed
 
 
-def load_streams(model: Path, root: Path, opts: Options) -> tuple[list[Stream], tuple, tuple]:
-    """Every stream through the runtime: (streams, the model's classes, (alert thresholds, the
-    classes that wait for a pose: the model's unless ``opts.then``))."""
+def load_streams(
+    model: Path, root: Path, opts: Options, prefix: str = ""
+) -> tuple[list[Stream], tuple, tuple]:
+    """Every stream through the runtime, named ``prefix`` + its path in ``root``: (streams, the
+    model's classes, (alert thresholds, the classes that wait for a pose: the model's unless
+    ``opts.then``))."""
     rows = read_segments(root / "segments.csv")
     per_video: dict[str, list[tuple[int, int, str]]] = {}
     for video, start, end, label in rows:
         per_video.setdefault(video, []).append((start, end, label))
     streams, classes, thresholds = [], (), {}
     for i, (rel, labels) in enumerate(sorted(per_video.items())):
-        s, rt = scored(model, root / rel, rel, labels, opts)
+        s, rt = scored(model, root / rel, prefix + rel, labels, opts)
         policy = alert_policy(rt.spec, rt.cfg)
         classes, thresholds, then = rt.spec.classes, dict(policy.thresholds), policy.then
         streams.append(s)
@@ -149,28 +153,21 @@ def cost(streams: list[Stream]) -> dict:
     return out
 
 
-def facts(root: Path, by: tuple[str, ...]) -> dict[str, dict[str, str]]:
-    """``root/videos.csv``'s facts ``by`` about every video of root/segments.csv (checked before
-    any video is scored)."""
-    if not by:
-        return {}
-    known = read_facts(root / "videos.csv", by)
-    lost = sorted({v for v, *_ in read_segments(root / "segments.csv")} - set(known))
-    if lost:
-        raise DataError(f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of segments.csv, "
-                        f"e.g. {lost[0]}; add one per video")  # fmt: skip
-    return known
-
-
-def evaluate(model: Path, root: Path, opts: Options, by: tuple[str, ...] = ()) -> dict:
-    """The report (module docstring); ``by``: columns of ``root/videos.csv`` to break each
-    point's counts down by."""
-    known = facts(root, by)
-    streams, classes, (thresholds, then) = load_streams(model, root, opts)
+def evaluate(model: Path, roots: tuple[Path, ...], opts: Options, by: tuple[str, ...] = ()) -> dict:
+    """The report (module docstring) over the streams of every folder of ``roots`` as one set
+    (named ROOT/VIDEO when there are several); ``by``: columns of each ``videos.csv`` to break
+    each point's counts down by."""
+    prefix = {r: f"{r}/" if len(roots) > 1 else "" for r in roots}
+    known = {prefix[r] + v: f for r in roots for v, f in stream_facts(r, by).items()}
+    streams: list[Stream] = []
+    for r in roots:
+        more, classes, (thresholds, then) = load_streams(model, r, opts, prefix[r])
+        streams += more
     opts = replace(opts, then=then)
     hours = sum(s.length / s.fps for s in streams) / 3600.0
     shown = {**opts.__dict__, "confirm": str(opts.confirm), "then": [asdict(t) for t in then]}
-    report = {"model": str(model), "streams": str(root), "videos": len(streams), "hours": hours,
+    report = {"model": str(model), "streams": [str(r) for r in roots], "videos": len(streams),
+              "hours": hours,
               "options": shown,
               "cost": cost(streams), "classes": {}}  # fmt: skip
     for cls, thr in thresholds.items():
@@ -220,7 +217,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         prog="python -m models.evaluate", description=__doc__.split("\n")[0]
     )
     ap.add_argument("model", type=Path, help="an exported .onnx/.xml file or a best.pt checkpoint")
-    ap.add_argument("streams", type=Path, help="a folder with videos and segments.csv")
+    ap.add_argument("streams", type=Path, nargs="+",
+                    help="folders with videos and segments.csv, evaluated as one set")  # fmt: skip
     ap.add_argument(
         "--threshold",
         type=_threshold,
@@ -299,6 +297,13 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         help="folder for eval.json and sweep.png (default: runs/eval)",
     )
     args = ap.parse_args(argv)
+    twice = [
+        d
+        for i, d in enumerate(args.streams)
+        if d.resolve() in {e.resolve() for e in args.streams[:i]}
+    ]
+    if twice:
+        ap.error(f"streams folder {twice[0]} is given twice")
     opts = Options(tuple(args.threshold), *args.k_of_n, args.cooldown, args.max_delay,
                    args.match, args.target, args.every, args.confirm,
                    tuple(args.screen_threshold),
@@ -365,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                 (Path(tmp) / "confirm").mkdir()
                 opts = replace(opts, confirm=_model_file(opts.confirm, Path(tmp) / "confirm"))
             report = evaluate(
-                _model_file(args.model, Path(tmp)), args.streams, opts, tuple(args.by)
+                _model_file(args.model, Path(tmp)), tuple(args.streams), opts, tuple(args.by)
             )
     except (DataError, EdgeHFError) as e:
         print(f"models.evaluate: error: {e}", file=sys.stderr)

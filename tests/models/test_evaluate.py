@@ -323,3 +323,22 @@ def test_a_bad_videos_csv_is_one_line_before_any_video_is_scored(
                    "--out", str(tmp_path / "out"))  # fmt: skip
     assert r.returncode == 2 and message in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_several_folders_are_one_set_with_their_videos_named_by_folder(
+    known, two_cameras, tmp_path
+):
+    model, one = known
+    r = run_module("models.evaluate", str(model), str(one), str(two_cameras), "--cooldown", "1",
+                   "--out", str(tmp_path))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "eval.json").read_text())
+    p = report["classes"]["fall"]["operating"]
+    # the known stream twice (4 falls, 2 in time, 1 false alarm each) and the dark one's fall
+    assert (report["videos"], p["events"], p["in_time"], p["false_alarms"]) == (3, 9, 4, 2)
+    assert sorted({e["stream"] for e in p["outcomes"]["events"]}) == [
+        f"{one}/s.avi", f"{two_cameras}/s.avi", f"{two_cameras}/t.avi"
+    ]  # fmt: skip
+    again = run_module("models.evaluate", str(model), str(one), str(one) + "/",
+                       "--out", str(tmp_path / "again"))  # fmt: skip
+    assert again.returncode == 2 and f"streams folder {one} is given twice" in again.stderr
