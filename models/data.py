@@ -240,6 +240,9 @@ def _per_video(path: Path, rows, classes: tuple[str, ...], allowed: str) -> dict
 
 
 def read_segments(path: Path) -> list[tuple[str, int, int, str]]:
+    if not path.is_file():
+        raise DataError(f"{path}: not found; a folder of labelled videos needs a segments.csv "
+                        "(video,start_frame,end_frame,label)")  # fmt: skip
     rows = []
     with open(path, newline="") as f:
         reader = csv.DictReader(f)

@@ -1,8 +1,9 @@
 """Event-level evaluation: what a person woken by the alerts counts.
 
-    python -m models.evaluate MODEL STREAMS [STREAMS ...] [--threshold CLASS=P] [--k-of-n K/N] [--cooldown S]
-                              [--max-delay 1.0] [--target 0.5] [--every N] [--out DIR]
-                              [--confirm MODEL2 [--screen-threshold CLASS=P]] [--by COLUMN]
+    python -m models.evaluate MODEL STREAMS [STREAMS ...] [--threshold CLASS=P] [--k-of-n K/N]
+                              [--cooldown S] [--max-delay 1.0] [--target 0.5] [--every N]
+                              [--out DIR] [--confirm MODEL2 [--screen-threshold CLASS=P]]
+                              [--by COLUMN]
 
 MODEL is any exported file (``.onnx``, ``.xml``) or a training checkpoint (``.pt``, exported to
 ONNX on the fly: needs torch). STREAMS is a folder of long videos with frame-level labels
@@ -24,8 +25,8 @@ then the higher threshold). ``OUT/eval.json`` has everything, including at both 
 event's delay or why it was missed and where each false alarm started (``outcomes``: to look them
 up in the videos); ``OUT/sweep.png`` draws false alarms per hour against recall. ``--by COLUMN``
 breaks both points down by a fact about each video from ``STREAMS/videos.csv`` (``video,COLUMN``:
-a camera, a distance; the synthetic streams have ``figure``, far or near). ``python -m export ... --threshold CLASS=P`` writes a threshold into the
-model's spec.
+a camera, a distance; the synthetic streams have ``figure``, far or near). ``python -m export ...
+--threshold CLASS=P`` writes a threshold into the model's spec.
 
 With ``--confirm MODEL2`` the runtime runs in two-stage mode (edge_hf.twostage): MODEL screens
 every hop and MODEL2 confirms; the recorded scores are what reaches the alert logic (MODEL2's
@@ -157,6 +158,8 @@ def evaluate(model: Path, roots: tuple[Path, ...], opts: Options, by: tuple[str,
     """The report (module docstring) over the streams of every folder of ``roots`` as one set
     (named ROOT/VIDEO when there are several); ``by``: columns of each ``videos.csv`` to break
     each point's counts down by."""
+    for r in roots:  # every folder's labels read before any video is scored
+        read_segments(r / "segments.csv")
     prefix = {r: f"{r}/" if len(roots) > 1 else "" for r in roots}
     known = {prefix[r] + v: f for r in roots for v, f in stream_facts(r, by).items()}
     streams: list[Stream] = []

@@ -342,3 +342,17 @@ def test_several_folders_are_one_set_with_their_videos_named_by_folder(
     again = run_module("models.evaluate", str(model), str(one), str(one) + "/",
                        "--out", str(tmp_path / "again"))  # fmt: skip
     assert again.returncode == 2 and f"streams folder {one} is given twice" in again.stderr
+
+
+def test_a_folder_without_segments_is_one_line_before_any_video_is_scored(known, tmp_path):
+    model, one = known
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run_module("models.evaluate", str(model), str(one), str(empty),
+                   "--out", str(tmp_path / "out"))  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip() == (
+        f"models.evaluate: error: {empty}/segments.csv: not found; a folder of labelled videos "
+        "needs a segments.csv (video,start_frame,end_frame,label)"
+    )  # one line, and no video of the first folder was scored (its progress goes to stderr)
+    assert not (tmp_path / "out").exists()
