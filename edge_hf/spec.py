@@ -164,9 +164,11 @@ class HyperframeSpec:
                 ),
                 arch=d.get("arch", ""),
                 version=d.get("version", SPEC_VERSION),
-                provenance=tuple(
-                    (str(k), str(v))
-                    for k, v in _mapping(d.get("provenance", {}), "provenance").items()
+                provenance=tuple(  # sorted, as to_json writes it: a spec reads back the same
+                    sorted(
+                        (str(k), str(v))
+                        for k, v in _mapping(d.get("provenance", {}), "provenance").items()
+                    )
                 ),
             )
         except SpecError as e:
