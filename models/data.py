@@ -294,13 +294,13 @@ def read_facts(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, str]
     return out
 
 
-def stream_facts(root: Path, by: tuple[str, ...]) -> dict[str, dict[str, str]]:
-    """``root/videos.csv``'s facts ``by`` about every video of root/segments.csv (checked before
-    any video is scored)."""
+def stream_facts(root: Path, by: tuple[str, ...], videos: set[str]) -> dict[str, dict[str, str]]:
+    """``root/videos.csv``'s facts ``by`` about each of ``videos`` (those of root/segments.csv;
+    checked before any video is scored)."""
     if not by:
         return {}
     known = read_facts(root / "videos.csv", by)
-    lost = sorted({v for v, *_ in read_segments(root / "segments.csv")} - set(known))
+    lost = sorted(videos - set(known))
     if lost:
         raise DataError(f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of segments.csv, "
                         f"e.g. {lost[0]}; add one per video")  # fmt: skip

@@ -109,12 +109,11 @@ def score(model: Path, video: Path, opts: Options) -> tuple[Runtime, _Tap, int]:
 
 
 def load_streams(
-    model: Path, root: Path, opts: Options, prefix: str = ""
+    model: Path, root: Path, rows: list, opts: Options, prefix: str = ""
 ) -> tuple[list[Stream], tuple, tuple]:
-    """Every stream through the runtime, named ``prefix`` + its path in ``root``: (streams, the
-    model's classes, (alert thresholds, the classes that wait for a pose: the model's unless
-    ``opts.then``))."""
-    rows = read_segments(root / "segments.csv")
+    """Every stream of ``rows`` (root/segments.csv, read) through the runtime, named ``prefix``
+    + its path in ``root``: (streams, the model's classes, (alert thresholds, the classes that
+    wait for a pose: the model's unless ``opts.then``))."""
     per_video: dict[str, list[tuple[int, int, str]]] = {}
     for video, start, end, label in rows:
         per_video.setdefault(video, []).append((start, end, label))
@@ -158,13 +157,13 @@ def evaluate(model: Path, roots: tuple[Path, ...], opts: Options, by: tuple[str,
     """The report (module docstring) over the streams of every folder of ``roots`` as one set
     (named ROOT/VIDEO when there are several); ``by``: columns of each ``videos.csv`` to break
     each point's counts down by."""
-    for r in roots:  # every folder's labels read before any video is scored
-        read_segments(r / "segments.csv")
+    rows = {r: read_segments(r / "segments.csv") for r in roots}  # all, before any is scored
     prefix = {r: f"{r}/" if len(roots) > 1 else "" for r in roots}
-    known = {prefix[r] + v: f for r in roots for v, f in stream_facts(r, by).items()}
+    known = {prefix[r] + v: f for r in roots
+             for v, f in stream_facts(r, by, {v for v, *_ in rows[r]}).items()}  # fmt: skip
     streams: list[Stream] = []
     for r in roots:
-        more, classes, (thresholds, then) = load_streams(model, r, opts, prefix[r])
+        more, classes, (thresholds, then) = load_streams(model, r, rows[r], opts, prefix[r])
         streams += more
     opts = replace(opts, then=then)
     hours = sum(s.length / s.fps for s in streams) / 3600.0

@@ -161,7 +161,7 @@ def outcomes(streams: list[Stream], column: int, cls: str, thr: float, kn, opts:
         (alerts,) = starts(s, column, (thr,), k, n, opts.cooldown, held, then, armed)
         caught, wrong = assign(alerts, s.events[cls], s.fps, opts.match)
         false += [{"stream": s.name, "frame": f,
-                   "label": label_at(s.labels, armed[0][f] if then else f)} for f in wrong]  # fmt: skip
+                   "label": false_label(s, f, armed[0], then)} for f in wrong]  # fmt: skip
         hits = s.probs[:, column] >= thr
         kofn = np.convolve(hits, np.ones(n, int))[: len(hits)] >= k  # k of the last n
         deadline = round(opts.max_delay * s.fps)
@@ -234,7 +234,7 @@ def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list
             d, f = match(alerts, s.events[cls], s.fps, opts.match)
             delays[i] += d
             # a class that waits for a pose: named by the move that armed it, not the stillness
-            false[i].update(label_at(s.labels, armed[i][x] if then else x) for x in f)
+            false[i].update(false_label(s, x, armed[i], then) for x in f)
     return [
         _row(thr, kn, total, d, f, hours, opts)
         for thr, d, f in zip(thresholds, delays, false, strict=True)
@@ -251,6 +251,12 @@ def peaks(streams: list[Stream], column: int, cls: str, late: float) -> list[dic
             peak = float(s.probs[sel, column].max()) if sel.any() else 0.0
             out.append({"stream": s.name, "first": first, "impact": impact, "peak": round(peak, 4)})
     return out
+
+
+def false_label(s: Stream, frame: int, armed: dict[int, int], then) -> str:
+    """What a false alarm started at ``frame`` is counted by: the label there, or for a class
+    that waits for a pose, the label where its k of n began (the move that armed it)."""
+    return label_at(s.labels, armed[frame] if then else frame)
 
 
 def label_at(labels: tuple[tuple[int, int, str], ...], frame: int) -> str:
