@@ -112,7 +112,9 @@ HELP = {
     "frames": "T: frames per hyperframe",
     "stride": "source frames between the hyperframe's frames",
     "more_data": "folders of long videos with frame labels (segments.csv) that join the "
-    "training split only, never validation or test; their labels must be the dataset's classes",
+    "training split only, never validation or test; their labels must be the dataset's classes; "
+    "DIR:N counts N hyperframes per video of DIR in an epoch instead of --samples-per-clip "
+    "(e.g. 1 for clips of a still pose)",
     "scales": "a temporal pyramid, one input per scale through one backbone: TxS[+O] each "
     "(T frames every S, ending O frames before the newest), e.g. 3x1 3x4; T must be --frames "
     "and the first S --stride",
@@ -195,7 +197,7 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
         elif f.name == "scales":
             ap.add_argument(flag, nargs="+", default=None, metavar="TxS[+O]", help=text)
         elif f.name == "more_data":
-            ap.add_argument(flag, nargs="+", default=None, metavar="DIR", help=text)
+            ap.add_argument(flag, nargs="+", default=None, metavar="DIR[:N]", help=text)
         else:
             kind = {"int": int, "float": float}.get(f.type, str)
             default = "" if f.default in ("", 0, 0.0) else f" (default: {f.default})"

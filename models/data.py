@@ -44,6 +44,7 @@ class Video:
     path: Path
     labels: tuple[int, ...] | int  # one class index for the clip, or one per frame (-1: none)
     cls: int = -1  # the clip's class when it has one and its labels are per frame
+    draws: int = 0  # hyperframes drawn from it per training epoch; 0: --samples-per-clip
 
     @property
     def video_class(self) -> int:
@@ -196,9 +197,11 @@ def _ucf101(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
 def add_training(ds: Dataset, folders) -> Dataset:
     """``ds`` with the videos of each segments.csv folder added to its training split only
     (``--more-data``): long recordings with frame labels next to short clips. Their labels must
-    be among ``ds.classes``."""
+    be among ``ds.classes``. ``DIR:N`` draws N hyperframes per video of DIR per epoch (a folder
+    of still-pose clips has one look each) instead of ``--samples-per-clip``."""
     train = list(ds.train)
-    for folder in map(Path, folders):
+    for item in folders:
+        folder, draws = more_data_folder(str(item))
         path = folder / "segments.csv"
         if not path.is_file():
             raise DataError(
@@ -207,8 +210,19 @@ def add_training(ds: Dataset, folders) -> Dataset:
         rows = read_segments(path)
         allowed = f"the dataset {ds.root} has the classes"
         per_video = _per_video(path, rows, ds.classes, allowed)
-        train += [Video(folder / rel, labels) for rel, labels in sorted(per_video.items())]
+        train += [Video(folder / rel, lab, draws=draws) for rel, lab in sorted(per_video.items())]
     return replace(ds, train=tuple(train))
+
+
+def more_data_folder(item: str) -> tuple[Path, int]:
+    """``DIR`` or ``DIR:N`` (N >= 1 hyperframes per video per epoch) -> (DIR, N or 0)."""
+    folder, sep, n = item.rpartition(":")
+    if not sep or not re.fullmatch(r"[-+]?\d+", n):
+        return Path(item), 0
+    if int(n) < 1:
+        raise DataError(f"--more-data {item}: expected DIR or DIR:N with N >= 1 draws a video "
+                        f"per epoch, found N = {n}")  # fmt: skip
+    return Path(folder), int(n)
 
 
 def _segments(root: Path, seed: int, fr: Fractions, flip) -> Dataset:

@@ -60,6 +60,7 @@ class Windows:
         self.starts: list[np.ndarray] = []  # per clip: valid start frames
         self.labels: list[np.ndarray] = []  # per clip: label of each valid start
         self.video: list[int] = []  # per clip: the clip's class, or -1 (a stream)
+        self.draws: list[int] = []  # per clip: hyperframes per training epoch (0: the default)
         unreadable, short = [], []
         for v in videos:
             arr = cache.frames(v.path)
@@ -81,6 +82,7 @@ class Windows:
                 self.starts.append(np.array(starts))
                 self.labels.append(np.array(labels))
                 self.video.append(v.video_class)
+                self.draws.append(v.draws)
         if unreadable:
             log.warning(
                 "skipped %d unreadable video(s): %s", len(unreadable), ", ".join(unreadable[:10])
@@ -122,11 +124,11 @@ class Windows:
 
 
 class TrainSet(Dataset):
-    """``samples_per_clip`` random windows per clip per epoch, augmented, each label an equal
-    share of them: a label first, then a clip that has windows of it, then one of those windows.
-    The short action of an annotated clip (a fall, then lying) is not drowned by the long still
-    parts around it, and a label many clips carry (``other``: lying, sitting) does not outweigh
-    the actions."""
+    """Random augmented windows, ``samples_per_clip`` per clip per epoch (a clip's own ``draws``
+    if it has them: ``--more-data DIR:N``), each label an equal share of them: a label first,
+    then a clip that has windows of it, then one of those windows. The short action of an
+    annotated clip (a fall, then lying) is not drowned by the long still parts around it, and a
+    label many clips carry (``other``: lying, sitting) does not outweigh the actions."""
 
     def __init__(
         self,
@@ -136,16 +138,17 @@ class TrainSet(Dataset):
         flip: dict[int, int] | None,
         seed: int,
     ) -> None:
-        self.w, self.k, self.aug, self.flip, self.seed = w, samples_per_clip, aug, flip, seed
+        self.w, self.aug, self.flip, self.seed = w, aug, flip, seed
         self.epoch = 0
         where: dict[int, list[tuple[int, np.ndarray]]] = {}  # label: [(clip, window indices)]
         for c, labels in enumerate(w.labels):
             for lab in np.unique(labels).tolist():
                 where.setdefault(lab, []).append((c, np.flatnonzero(labels == lab)))
         self.where = [where[lab] for lab in sorted(where)]
+        self.n = sum(d or samples_per_clip for d in w.draws)
 
     def __len__(self) -> int:
-        return len(self.w) * self.k
+        return self.n
 
     def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
         rng = np.random.default_rng((self.seed, self.epoch, i))

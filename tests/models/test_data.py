@@ -205,6 +205,9 @@ def test_more_data_joins_the_training_split_only(tmp_path: Path):
     assert more.train[: len(ds.train)] == ds.train and len(added) == 2
     assert added[0].labels == (1, 1, 1, 1, 0, 0) and added[1].labels == (-1, -1, 1, 1, 1)
     assert added[0].video_class == -1  # a stream: no class of its own
+    assert {v.draws for v in more.train} == {0}  # --samples-per-clip each
+    still = data.add_training(ds, [f"{tmp_path / 'long'}:1"]).train[len(ds.train) :]
+    assert [v.path for v in still] == [v.path for v in added] and {v.draws for v in still} == {1}
 
 
 def test_more_data_errors_name_the_folder_and_the_classes(tmp_path: Path):
@@ -218,3 +221,5 @@ def test_more_data_errors_name_the_folder_and_the_classes(tmp_path: Path):
     _csv(tmp_path / "long", ["s.mp4,0,3,lying"])
     with pytest.raises(DataError, match=r"segments.csv:2: unknown label 'lying'; the dataset "):
         data.add_training(ds, [tmp_path / "long"])
+    with pytest.raises(DataError, match=r"--more-data .*long:0: expected DIR or DIR:N with N >= 1"):
+        data.add_training(ds, [f"{tmp_path / 'long'}:0"])

@@ -50,6 +50,8 @@ def test_training_draws_give_each_label_an_equal_share(tmp_path: Path):
     assert len(ts) == 400
     drawn = Counter(ts[i][1] for i in range(len(ts)))
     assert drawn == {FALL: 200, OTHER: 200}  # 5 fall windows of 45, in one clip of two
+    w.draws[1 - fall_clip] = 3  # --more-data DIR:3 for the other clip
+    assert len(TrainSet(w, 200, AugConfig(mode="none"), None, seed=0)) == 203
 
 
 def test_per_video_evaluation_uses_the_windows_of_the_clips_own_action(tmp_path: Path):
