@@ -39,6 +39,7 @@ class TrainConfig:
     lr: float = 0.002
     weight_decay: float = 0.05
     warmup_epochs: int = 0
+    ema: float = 0.0  # decay of an exponential moving average of the weights; 0: off
     samples_per_clip: int = 1  # random hyperframes per clip per epoch
     eval_clips: int = 3  # deterministic windows per validation video, logits averaged
     aug: str = "sync"
@@ -79,6 +80,7 @@ class TrainConfig:
                 "epochs/batch/samples_per_clip",
                 ">= 1",
             ),
+            (self.ema == 0 or 0.5 <= self.ema < 1, "ema", "0 (off) or a decay in [0.5, 1)"),
             (self.patience >= 0, "patience", "a whole number of epochs >= 0 (0: off)"),
             (self.time_limit >= 0, "time_limit", "minutes >= 0 (0: none)"),
             (self.cache_limit_gb >= 0, "cache_limit_gb", "gigabytes >= 0 (0: no limit)"),
@@ -125,6 +127,8 @@ HELP = {
     "lr": "peak learning rate",
     "weight_decay": "weight decay",
     "warmup_epochs": "epochs of linear learning-rate warm-up",
+    "ema": "judge, keep and report an exponential moving average of the weights with this decay "
+    "per step (warmed up from 0), e.g. 0.998; 0: the weights as trained",
     "samples_per_clip": "random hyperframes per training clip per epoch",
     "eval_clips": "evenly spaced windows per evaluation video; their logits are averaged",
     "aug": "augmentation: sync (one draw per hyperframe), per-frame (the broken ablation), none",

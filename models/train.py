@@ -8,7 +8,9 @@ Writes ``runs/<name>/``: ``best.pt`` (state dict + spec + config; ``torch.load(w
 The epoch is chosen on a validation part carved from the training videos; the test split
 (UCF101's test list, or a held-out part) is evaluated once, with the chosen weights, and reported
 separately. ``metrics.json`` records why training stopped (all epochs, a validation plateau after
-``--patience`` epochs, or ``--time-limit``), the flip map used and the test metrics.
+``--patience`` epochs, or ``--time-limit``), the flip map used and the test metrics. With
+``--ema`` the moving average of the weights is what is validated, kept and tested; ``last.pt``
+also holds the weights as trained (``trained``) to resume both.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from timm.utils.model_ema import ModelEmaV3
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
@@ -170,9 +173,11 @@ def train(cfg: TrainConfig) -> dict:
     ).to(device)
     opt = optimizer(cfg, model)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg, len(dl.train)))
+    ema = ModelEmaV3(model, decay=cfg.ema, use_warmup=True, warmup_power=0.75) if cfg.ema else None
+    judged = ema.module if ema else model  # the weights validated, kept and tested
     history, start = [], 0
     if cfg.resume and (out / "last.pt").is_file():
-        start, history = resume(out / "last.pt", spec, model, opt, sched)
+        start, history = resume(out / "last.pt", spec, model, opt, sched, ema)
     stop = Stopper(cfg.patience, cfg.time_limit * 60.0)
     for row in history:
         stop.update(row["epoch"], row["top1"], row["val_loss"])
@@ -181,10 +186,9 @@ def train(cfg: TrainConfig) -> dict:
     reason = f"epochs: all {cfg.epochs} run"
     for epoch in range(start, cfg.epochs):
         dl.train.dataset.epoch = epoch
-        row = run_epoch(
-            model, dl.train, opt, sched, scaler, amp, device, f"{name} {epoch + 1}/{cfg.epochs}"
-        )
-        cm, val_loss = evaluate(model, dl.val, len(ds.classes), dl.video_level, device)
+        desc = f"{name} {epoch + 1}/{cfg.epochs}"
+        row = run_epoch(model, dl.train, (opt, sched, ema), scaler, amp, device, desc)
+        cm, val_loss = evaluate(judged, dl.val, len(ds.classes), dl.video_level, device)
         row.update(epoch=epoch + 1, val_loss=val_loss, **summary(cm, ds.classes))
         history.append(row)
         log.info(
@@ -192,7 +196,7 @@ def train(cfg: TrainConfig) -> dict:
             epoch + 1, row["loss"], val_loss, row["top1"], row["macro_f1"], row["samples_per_s"],
         )  # fmt: skip
         state = {
-            "model": model.state_dict(),
+            "model": judged.state_dict(),
             "spec": spec.to_json(),
             "config": json.dumps(cfg.to_dict()),
             "epoch": epoch + 1,
@@ -203,6 +207,7 @@ def train(cfg: TrainConfig) -> dict:
             "optimizer": opt.state_dict(),
             "scheduler": sched.state_dict(),
             "history": json.dumps(history),
+            **({"trained": model.state_dict()} if ema else {}),
         }
         torch.save({**state, **resumable}, out / "last.pt")
         why = stop.reason(epoch + 1 < cfg.epochs)
@@ -294,7 +299,9 @@ def write_results(
     return result
 
 
-def run_epoch(model, loader, opt, sched, scaler, amp: bool, device, desc: str) -> dict:
+def run_epoch(model, loader, steppers, scaler, amp: bool, device, desc: str) -> dict:
+    """One pass over ``loader``; ``steppers`` is (optimizer, scheduler, EMA or None)."""
+    opt, sched, ema = steppers
     model.train()
     seen = correct = 0
     total_loss, t0 = 0.0, time.perf_counter()
@@ -309,6 +316,8 @@ def run_epoch(model, loader, opt, sched, scaler, amp: bool, device, desc: str) -
         scaler.step(opt)
         scaler.update()
         sched.step()
+        if ema is not None:
+            ema.update(model, step=sched.last_epoch)  # the scheduler counts steps
         seen += len(y)
         correct += int((logits.argmax(1) == y).sum())
         total_loss += float(loss.detach()) * len(y)
@@ -324,14 +333,20 @@ def run_epoch(model, loader, opt, sched, scaler, amp: bool, device, desc: str) -
     }
 
 
-def resume(path: Path, spec: HyperframeSpec, model, opt, sched) -> tuple[int, list]:
+def resume(path: Path, spec: HyperframeSpec, model, opt, sched, ema) -> tuple[int, list]:
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     old = HyperframeSpec.from_json(ckpt["spec"])
     if old.classes != spec.classes:
         raise DataError(
             f"{path}: cannot resume: it was trained on classes {list(old.classes)}, this dataset has {list(spec.classes)}; use a new --name"
         )
-    model.load_state_dict(ckpt["model"])
+    if ema is not None and "trained" not in ckpt:
+        raise DataError(
+            f"{path}: cannot resume with --ema: it was trained without it; use a new --name"
+        )
+    model.load_state_dict(ckpt.get("trained", ckpt["model"]))
+    if ema is not None:
+        ema.module.load_state_dict(ckpt["model"])
     opt.load_state_dict(ckpt["optimizer"])
     sched.load_state_dict(ckpt["scheduler"])
     return ckpt["epoch"], json.loads(ckpt["history"])

@@ -286,3 +286,59 @@ def test_the_pyramid_trains_and_its_baselines_with_it(tiny_pyramid):
     assert single.inputs == (Scale(3, 1),)
     m = json.loads((runs / "pyr" / "metrics.json").read_text())
     assert m["config"]["scales"] == ["3x1", "3x4"] and m["test"]["macro_f1"] >= 0
+
+
+def test_ema_keeps_the_average_and_resumes_from_it(tiny_actions: Path, tmp_path: Path):
+    """--ema: best.pt and last.pt hold the averaged weights (what was validated and tested),
+    last.pt also the weights as trained, and --resume continues both."""
+    args = ("--data", str(tiny_actions), "--name", "ema", "--ema", "0.9")
+    r = train(*args, tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    run = tmp_path / "runs" / "ema"
+    last = torch.load(run / "last.pt", map_location="cpu", weights_only=True)
+    best = torch.load(run / "best.pt", map_location="cpu", weights_only=True)
+    assert "trained" in last and "trained" not in best
+    floats = [k for k, v in last["model"].items() if v.is_floating_point()]
+    assert any(not torch.equal(last["model"][k], last["trained"][k]) for k in floats)
+    assert all(torch.equal(best["model"][k], last["model"][k]) for k in floats)
+    r = train(*args, "--epochs", "2", "--resume", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    m = json.loads((run / "metrics.json").read_text())
+    assert [row["epoch"] for row in m["history"]] == [1, 2]
+
+
+def test_ema_cannot_resume_a_run_trained_without_it(one_epoch: Path, tiny_actions: Path):
+    r = train("--data", str(tiny_actions), "--name", "tiny", "--resume", "--ema", "0.9",
+              tmp=one_epoch)  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "cannot resume with --ema: it was trained without it" in r.stderr
+
+
+def test_ema_decay_out_of_range_is_refused():
+    with pytest.raises(
+        DataError, match=r"ema: expected 0 \(off\) or a decay in \[0.5, 1\), found 1.5"
+    ):
+        parse(["--data", "x", "--ema", "1.5"])
+
+
+def test_run_epoch_updates_the_average_after_every_step():
+    """The average starts warmed up from 0: after the first step it is the trained weights."""
+    from timm.utils.model_ema import ModelEmaV3
+
+    from models.train import run_epoch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
+    ema = ModelEmaV3(model, decay=0.99, use_warmup=True)
+    batch = [(torch.randn(4, 12), torch.tensor([0, 1, 2, 0]))]
+    run_epoch(model, batch, (opt, sched, ema), torch.amp.GradScaler(enabled=False), False,
+              torch.device("cpu"), "t")  # fmt: skip
+    for k, v in model.state_dict().items():
+        assert not torch.equal(v, start[k]) and torch.equal(ema.module.state_dict()[k], v)
+    run_epoch(model, batch, (opt, sched, ema), torch.amp.GradScaler(enabled=False), False,
+              torch.device("cpu"), "t")  # fmt: skip
+    for k, v in model.state_dict().items():  # now between the two steps' weights
+        assert not torch.equal(ema.module.state_dict()[k], v)
