@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from timm.utils.model_ema import ModelEmaV3
 
 from edge_hf.spec import HyperframeSpec, Scale
 from models.config import parse, pyramid_scales
 from models.data import DataError
 from models.model import build
+from models.train import run_epoch
 from tests.conftest import run_module
 
 TINY = [
@@ -323,10 +325,6 @@ def test_ema_decay_out_of_range_is_refused():
 
 def test_run_epoch_updates_the_average_after_every_step():
     """The average starts warmed up from 0: after the first step it is the trained weights."""
-    from timm.utils.model_ema import ModelEmaV3
-
-    from models.train import run_epoch
-
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
     start = {k: v.clone() for k, v in model.state_dict().items()}
@@ -334,11 +332,10 @@ def test_run_epoch_updates_the_average_after_every_step():
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
     ema = ModelEmaV3(model, decay=0.99, use_warmup=True)
     batch = [(torch.randn(4, 12), torch.tensor([0, 1, 2, 0]))]
-    run_epoch(model, batch, (opt, sched, ema), torch.amp.GradScaler(enabled=False), False,
-              torch.device("cpu"), "t")  # fmt: skip
+    scaler, cpu = torch.amp.GradScaler(enabled=False), torch.device("cpu")
+    run_epoch(model, batch, (opt, sched, ema), scaler, False, cpu, "t")
     for k, v in model.state_dict().items():
         assert not torch.equal(v, start[k]) and torch.equal(ema.module.state_dict()[k], v)
-    run_epoch(model, batch, (opt, sched, ema), torch.amp.GradScaler(enabled=False), False,
-              torch.device("cpu"), "t")  # fmt: skip
+    run_epoch(model, batch, (opt, sched, ema), scaler, False, cpu, "t")
     for k, v in model.state_dict().items():  # now between the two steps' weights
         assert not torch.equal(ema.module.state_dict()[k], v)
