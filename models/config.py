@@ -25,7 +25,7 @@ RECIPES = Path(__file__).parent / "recipes"
 @dataclass(frozen=True)
 class TrainConfig:
     data: str = ""
-    more_data: tuple[str, ...] = ()  # segments.csv folders whose videos only train
+    more_data: tuple[str, ...] = ()  # segments.csv or clip-dataset folders that only train
     name: str = ""
     recipe: str = ""
     arch: str = "mobilenetv3_small_100"
@@ -113,8 +113,10 @@ HELP = {
     "arch": "timm backbone name, e.g. mobilenetv3_small_100",
     "frames": "T: frames per hyperframe",
     "stride": "source frames between the hyperframe's frames",
-    "more_data": "folders of long videos with frame labels (segments.csv) that join the "
-    "training split only, never validation or test; their labels must be the dataset's classes; "
+    "more_data": "folders of long videos with frame labels (segments.csv), or the training "
+    "part of another clip dataset (UCF101 or folder per class; its test part stays out), that "
+    "join the training split only, never validation or test; their labels must be among the "
+    "dataset's classes; "
     "DIR:N counts N hyperframes per video of DIR in an epoch instead of --samples-per-clip "
     "(e.g. 1 for clips of a still pose)",
     "scales": "a temporal pyramid, one input per scale through one backbone: TxS[+O] each "

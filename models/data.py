@@ -194,24 +194,57 @@ def _ucf101(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
     return _make(root, classes, (train, val, read("testlist01.txt")), flip)
 
 
-def add_training(ds: Dataset, folders) -> Dataset:
-    """``ds`` with the videos of each segments.csv folder added to its training split only
-    (``--more-data``): long recordings with frame labels next to short clips. Their labels must
-    be among ``ds.classes``. ``DIR:N`` draws N hyperframes per video of DIR per epoch (a folder
-    of still-pose clips has one look each) instead of ``--samples-per-clip``."""
+def add_training(ds: Dataset, folders, seed: int = 0) -> Dataset:
+    """``ds`` with more videos added to its training split only (``--more-data``): long
+    recordings with frame labels (a ``segments.csv`` folder) next to short clips, or the
+    training part of another clip dataset (UCF101 or folder per class, with its
+    ``annotations.csv``; never its test list or seeded test part). Their labels must be among
+    ``ds.classes``. ``DIR:N`` draws N hyperframes per video of DIR per epoch (a folder of
+    still-pose clips has one look each) instead of ``--samples-per-clip``."""
     train = list(ds.train)
     for item in folders:
         folder, draws = more_data_folder(str(item))
         path = folder / "segments.csv"
-        if not path.is_file():
+        if path.is_file():
+            rows = read_segments(path)
+            allowed = f"the dataset {ds.root} has the classes"
+            per_video = sorted(_per_video(path, rows, ds.classes, allowed).items())
+            train += [Video(folder / rel, lab, draws=draws) for rel, lab in per_video]
+        elif folder.is_dir() and (
+            (folder / "classInd.txt").is_file() or _has_class_folders(folder)
+        ):
+            train += _training_part(ds, folder, draws, seed)
+        else:
             raise DataError(
-                f"--more-data {folder}: expected a folder with segments.csv, found none"
+                f"--more-data {folder}: expected a folder with segments.csv, classInd.txt or a "
+                "folder per class of videos, found none"
             )
-        rows = read_segments(path)
-        allowed = f"the dataset {ds.root} has the classes"
-        per_video = _per_video(path, rows, ds.classes, allowed)
-        train += [Video(folder / rel, lab, draws=draws) for rel, lab in sorted(per_video.items())]
     return replace(ds, train=tuple(train))
+
+
+def _has_class_folders(folder: Path) -> bool:
+    return any(d.is_dir() and _videos(d) for d in folder.iterdir())
+
+
+def _training_part(ds: Dataset, folder: Path, draws: int, seed: int) -> list[Video]:
+    """The train and validation videos of the clip dataset ``folder``, labels renumbered to
+    ``ds.classes`` (its test part stays out: it may share scenes with evaluation data)."""
+    other = load(folder, seed)
+    foreign = [c for c in other.classes if c not in ds.classes]
+    if foreign:
+        raise DataError(
+            f"--more-data {folder}: classes {foreign} are not among the classes of {ds.root} "
+            f"{list(ds.classes)}; expected the same names (rename the folders or classInd.txt)"
+        )
+    to = [ds.classes.index(c) for c in other.classes]
+
+    def renumber(v: Video) -> Video:
+        if isinstance(v.labels, int):
+            return Video(v.path, to[v.labels], draws=draws)
+        labels = tuple(to[x] if x >= 0 else -1 for x in v.labels)
+        return Video(v.path, labels, to[v.cls] if v.cls >= 0 else -1, draws)
+
+    return [renumber(v) for v in other.train + other.val]
 
 
 def more_data_folder(item: str) -> tuple[Path, int]:

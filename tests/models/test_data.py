@@ -210,6 +210,45 @@ def test_more_data_joins_the_training_split_only(tmp_path: Path):
     assert [v.path for v in still] == [v.path for v in added] and {v.draws for v in still} == {1}
 
 
+def _ucf(root: Path, classes: list[str], groups: int) -> None:
+    """A UCF101 layout: ``groups`` groups of one clip per class, the last one the test list."""
+    (root).mkdir(parents=True)
+    (root / "classInd.txt").write_text("".join(f"{i} {c}\n" for i, c in enumerate(classes, 1)))
+    lists = {"trainlist01.txt": range(1, groups), "testlist01.txt": [groups]}
+    for name, gs in lists.items():
+        rels = [f"{c}/v_{c}_g{g:02d}_c01.avi" for c in classes for g in gs]
+        (root / name).write_text("".join(f"{r}\n" for r in rels))
+        for r in rels:
+            (root / r).parent.mkdir(exist_ok=True)
+            (root / r).write_bytes(b"")
+
+
+def test_more_data_takes_another_datasets_training_part(tmp_path: Path):
+    """--more-data of a clip dataset: its train list joins the training split with labels
+    renumbered by class name; its test list (held-out scenes) never does."""
+    _ucf(tmp_path / "main", ["walk", "fall", "lying"], groups=5)
+    _ucf(tmp_path / "extra", ["lying", "fall"], groups=4)  # another order, a subset
+    _annotations(
+        tmp_path / "extra",
+        ["fall/v_fall_g01_c01.avi,0,3,fall", "fall/v_fall_g01_c01.avi,4,5,lying"],
+    )
+    ds = data.load(tmp_path / "main", seed=0)
+    more = data.add_training(ds, [f"{tmp_path / 'extra'}:2"], seed=0)
+    added = more.train[len(ds.train) :]
+    assert (more.val, more.test) == (ds.val, ds.test)
+    assert sorted(v.path.name for v in added) == sorted(
+        f"v_{c}_g{g:02d}_c01.avi" for c in ("fall", "lying") for g in (1, 2, 3)
+    )
+    by_name = {v.path.name: v for v in added}
+    assert by_name["v_lying_g02_c01.avi"].labels == 2  # extra's class 0 is main's 2
+    annotated = by_name["v_fall_g01_c01.avi"]
+    assert (annotated.labels, annotated.cls) == ((1, 1, 1, 1, 2, 2), 1)
+    assert {v.draws for v in added} == {2}
+    _ucf(tmp_path / "foreign", ["fall", "sit"], groups=3)
+    with pytest.raises(DataError, match=r"--more-data .*foreign: classes \['sit'\] are not among"):
+        data.add_training(ds, [tmp_path / "foreign"])
+
+
 def test_more_data_errors_name_the_folder_and_the_classes(tmp_path: Path):
     (tmp_path / "clips" / "fall").mkdir(parents=True)
     (tmp_path / "clips" / "fall" / "a.avi").write_bytes(b"")
