@@ -212,7 +212,7 @@ def test_more_data_joins_the_training_split_only(tmp_path: Path):
 
 def _ucf(root: Path, classes: list[str], groups: int) -> None:
     """A UCF101 layout: ``groups`` groups of one clip per class, the last one the test list."""
-    (root).mkdir(parents=True)
+    root.mkdir(parents=True)
     (root / "classInd.txt").write_text("".join(f"{i} {c}\n" for i, c in enumerate(classes, 1)))
     lists = {"trainlist01.txt": range(1, groups), "testlist01.txt": [groups]}
     for name, gs in lists.items():
