@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--fp16", action="store_true", help="openvino: store FP16 weights")
     p.add_argument("--max-drop", type=float, help="openvino-int8: accuracy control, e.g. 0.01")
-    p.add_argument("--subset-size", type=int, help="openvino-int8: calibration hyperframes (300)")
+    p.add_argument("--subset-size", type=int, help="openvino-int8: calibration hyperframes (1000)")
     p.add_argument("--preset", choices=["mixed", "performance"], help="openvino-int8 (mixed)")
     p.add_argument(
         "--ranges",
@@ -137,7 +137,7 @@ def options(argv: list[str]):
     if args.repeats < 1:
         raise UsageError(f"--repeats: expected >= 1, found {args.repeats}")
     quant = QuantOptions(
-        subset_size=args.subset_size or 300,
+        subset_size=args.subset_size or QuantOptions.subset_size,
         preset=args.preset or "mixed",
         ranges=args.ranges or "auto",
         max_drop=args.max_drop,
