@@ -51,7 +51,7 @@ def load_checkpoint(path: Path) -> Checkpoint:
         spec.frames,
         len(spec.classes),
         stem_bn=bool(config.get("stem_bn")),
-        size=config.get("size"),
+        size=spec.size,
         input_mode=config.get("input_mode", "frames"),
         scales=len(spec.inputs),
     )

@@ -33,6 +33,7 @@ class TrainConfig:
     stride: int = 1
     scales: tuple[str, ...] = ()  # a temporal pyramid: "TxS" or "TxS+O" per input (models.model)
     size: int = 160
+    width: int = 0  # input width; 0: size (square)
     batch: int = 32
     epochs: int = 10
     optimizer: str = "adamw"  # or "sgd" (momentum 0.9, as in the seed)
@@ -75,6 +76,7 @@ class TrainConfig:
                 "frames/stride/size",
                 "frames >= 1, stride >= 1, size >= 16",
             ),
+            (self.width == 0 or self.width >= 16, "width", "0 (square) or pixels >= 16"),
             (
                 self.epochs >= 1 and self.batch >= 1 and self.samples_per_clip >= 1,
                 "epochs/batch/samples_per_clip",
@@ -100,6 +102,11 @@ class TrainConfig:
                     f"{key}: expected {expected}, found {getattr(self, key.split('/')[0])!r}"
                 )
 
+    @property
+    def hw(self) -> tuple[int, int]:
+        """The input's (H, W): frames are squashed to it."""
+        return self.size, self.width or self.size
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -122,7 +129,10 @@ HELP = {
     "scales": "a temporal pyramid, one input per scale through one backbone: TxS[+O] each "
     "(T frames every S, ending O frames before the newest), e.g. 3x1 3x4; T must be --frames "
     "and the first S --stride",
-    "size": "input height and width in pixels (frames are squashed to size x size)",
+    "size": "input height in pixels, and width too unless --width is given (frames are "
+    "squashed to it, whole: no crop)",
+    "width": "input width in pixels (0: --size, square); e.g. --size 144 --width 256 keeps a "
+    "16:9 camera's aspect",
     "batch": "samples per training step",
     "epochs": "at most this many epochs (the cosine schedule spans them)",
     "optimizer": "adamw or sgd (momentum 0.9)",

@@ -111,7 +111,7 @@ def build(
     inflation: str = "tile-scaled",
     pretrained: str | None = None,
     stem_bn: bool = False,
-    size: int | None = None,
+    size: int | tuple[int, int] | None = None,
     input_mode: str = "frames",
     scales: int = 1,
 ) -> HyperframeNet:

@@ -60,7 +60,7 @@ def _spec(cfg: TrainConfig, classes: tuple[str, ...], alerts) -> HyperframeSpec:
         frames=cfg.frames,
         stride=cfg.stride,
         scales=pyramid_scales(cfg),
-        size=(cfg.size, cfg.size),
+        size=cfg.hw,
         classes=classes,
         alert_classes=alerts,
         arch=cfg.arch,
@@ -77,7 +77,7 @@ class Loaders(NamedTuple):
 
 
 def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loaders:
-    cache = FrameCache(Path(cfg.cache), (cfg.size, cfg.size), "linear", cfg.cache_limit_gb)
+    cache = FrameCache(Path(cfg.cache), cfg.hw, "linear", cfg.cache_limit_gb)
     abnormal = frozenset(ds.classes.index(c) for c in cfg.abnormal if c in ds.classes)
 
     def windows(videos: tuple[datasets.Video, ...]) -> Windows:
@@ -167,7 +167,7 @@ def train(cfg: TrainConfig) -> dict:
         inflation=cfg.inflation,
         pretrained=cfg.pretrained or None,
         stem_bn=cfg.stem_bn,
-        size=cfg.size,
+        size=cfg.hw,
         input_mode=cfg.input_mode,
         scales=len(spec.inputs),
     ).to(device)

@@ -8,11 +8,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import onnx
 import pytest
 import torch
 from timm.utils.model_ema import ModelEmaV3
 
-from edge_hf.spec import HyperframeSpec, Scale
+from edge_hf.spec import HyperframeSpec, Scale, spec_from_onnx_metadata
 from models.config import parse, pyramid_scales
 from models.data import DataError
 from models.model import build
@@ -339,3 +340,27 @@ def test_run_epoch_updates_the_average_after_every_step():
     run_epoch(model, batch, (opt, sched, ema), scaler, False, cpu, "t")
     for k, v in model.state_dict().items():  # now between the two steps' weights
         assert not torch.equal(ema.module.state_dict()[k], v)
+
+
+def test_a_wide_input_trains_exports_and_runs(tiny_actions: Path, tiny_streams: Path, tmp_path):
+    """--width keeps a camera's aspect: the spec, the cache, the export's data and the runtime's
+    evaluation all see 48 x 80 frames."""
+    r = train("--data", str(tiny_actions), "--size", "48", "--width", "80", "--name", "w",
+              tmp=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    ckpt = tmp_path / "runs" / "w" / "best.pt"
+    assert HyperframeSpec.from_json(torch.load(ckpt, weights_only=True)["spec"]).size == (48, 80)
+    out = tmp_path / "export"
+    r = run_module("export", str(ckpt), "--formats", "onnx", "--out", str(out), timeout=300)
+    assert r.returncode == 0, r.stderr
+    meta = {p.key: p.value for p in onnx.load(out / "model.onnx").metadata_props}
+    assert spec_from_onnx_metadata(meta, "model.onnx").size == (48, 80)
+    r = run_module("models.evaluate", str(out / "model.onnx"), str(tiny_streams), "--out",
+                   str(tmp_path / "eval"), timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "eval" / "eval.json").read_text())["videos"] == 2
+
+
+def test_a_width_under_16_is_refused():
+    with pytest.raises(DataError, match=r"width: expected 0 \(square\) or pixels >= 16, found 8"):
+        parse(["--data", "x", "--width", "8"])
