@@ -26,8 +26,8 @@ from edge_hf.runtime import DEMO_MODEL
 torch = pytest.importorskip("torch", reason="the naive loop needs torch (workstation extra)")
 timm = pytest.importorskip("timm", reason="the naive loop needs timm (workstation extra)")
 
-ROUNDS = 3
-NAIVE_FRAMES = 40  # the naive loop is slow: its first 40 frames are enough for a rate
+ROUNDS = 5
+NAIVE_FRAMES = 100  # the naive loop is slow: its first 100 frames (4 s of video) give its rate
 
 
 def naive_ms(clip: Path, model, spec, every: int) -> tuple[float, float]:
