@@ -52,6 +52,8 @@ from edge_hf.alerts import AlertLogic, AlertPolicy
 from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
 from edge_hf.sources import SourceOptions
+from export.wait import GRID as WAIT_GRID
+from export.wait import WITHIN
 from models.data import DataError, read_segments, stream_facts
 from models.events import (
     Options,
@@ -64,6 +66,7 @@ from models.events import (
     point,
     recommend,
     sweep,
+    with_wait,
 )
 
 GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
@@ -177,19 +180,34 @@ def evaluate(model: Path, roots: tuple[Path, ...], opts: Options, by: tuple[str,
         kns = KN if (opts.k, opts.n) in KN else (*KN, (opts.k, opts.n))
         rows = [r for kn in kns for r in sweep(streams, column, cls, GRID, kn, opts)]
         here = [r for r in rows if (r["k"], r["n"]) == (opts.k, opts.n)]
+        waits = other_waits(streams, column, cls, opts)
         chosen = {"operating": point(streams, column, cls, thr, (opts.k, opts.n), opts),
-                  "recommended": recommend(here, opts.target)}  # fmt: skip
+                  "recommended": recommend(here + waits, opts.target)}  # fmt: skip
         for r in chosen.values():
-            outcome = outcomes(streams, column, cls, r["threshold"], (r["k"], r["n"]), opts)
+            at = with_wait(opts, cls, r["wait"])
+            outcome = outcomes(streams, column, cls, r["threshold"], (r["k"], r["n"]), at)
             r["missed_because"], r["outcomes"] = misses(outcome), outcome
             r["by"] = {c: by_fact(outcome, streams, {v: f[c] for v, f in known.items()})
                        for c in by}  # fmt: skip
         report["classes"][cls] = {
             **chosen,
-            "sweep": rows,
+            "sweep": rows + waits,
             "events": peaks(streams, column, cls, opts.max_delay),
         }
     return report
+
+
+def other_waits(streams: list[Stream], column: int, cls: str, opts: Options) -> list[dict]:
+    """For a class that waits for a pose: the sweep at the runtime's k-of-n for every other
+    wait the export could choose (``export.wait``'s pose thresholds x seconds), so the
+    recommended point may change the wait as well as the threshold; else nothing."""
+    rule = opts.then_of(cls)
+    if rule is None:
+        return []
+    pairs = [(g, w) for g in WAIT_GRID for w in WITHIN if (g, w) != (rule.threshold, rule.within)]
+    kn = (opts.k, opts.n)
+    at = [with_wait(opts, cls, {"threshold": g, "within": w}) for g, w in pairs]
+    return [r for o in at for r in sweep(streams, column, cls, GRID, kn, o)]
 
 
 def _model_file(model: Path, tmp: Path) -> Path:
@@ -337,6 +355,14 @@ def summary(report: dict) -> str:
             if t["cls"] == cls:
                 lines.append(f"({cls}: each alert waits for {t['pose']} >= {t['threshold']:g} "
                              f"within {t['within']:g} s after it)")  # fmt: skip
+                w = r["recommended"]["wait"]
+                if w != {"threshold": t["threshold"], "within": t["within"]}:
+                    lines.append(
+                        f"({cls}, recommended: waits for {t['pose']} >= {w['threshold']:g} within "
+                        f"{w['within']:g} s; python -m export ... --threshold "
+                        f"{cls}={r['recommended']['threshold']:g} --then "
+                        f"{cls}={t['pose']}:{w['threshold']:g}:{w['within']:g})"
+                    )
         if not r["recommended"]["meets_target"]:
             lines.append(f"({cls}: no threshold meets the false-alarm target)")
         if r["events"]:

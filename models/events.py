@@ -5,7 +5,7 @@ scores ``models.evaluate`` records; the runtime's own ``AlertLogic`` decides eve
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -219,7 +219,8 @@ def point(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Op
 
 
 def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list[dict]:
-    """One row per threshold at k-of-n ``kn``: counts over every stream."""
+    """One row per threshold at k-of-n ``kn``: counts over every stream (``wait``: the pose
+    the class waits for, its threshold and seconds, or None)."""
     k, n = kn
     hours = sum(s.length / s.fps for s in streams) / 3600.0
     delays: list[list[float]] = [[] for _ in thresholds]
@@ -235,8 +236,9 @@ def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list
             delays[i] += d
             # a class that waits for a pose: named by the move that armed it, not the stillness
             false[i].update(false_label(s, x, armed[i], then) for x in f)
+    wait = None if then is None else {"threshold": then.threshold, "within": then.within}
     return [
-        _row(thr, kn, total, d, f, hours, opts)
+        {**_row(thr, kn, total, d, f, hours, opts), "wait": wait}
         for thr, d, f in zip(thresholds, delays, false, strict=True)
     ]
 
@@ -275,6 +277,15 @@ def _row(thr, kn, total: int, delays: list[float], by: Counter, hours: float, op
         "delay_p95": float(np.percentile(delays, 95)) if delays else None,
         "false_by_label": dict(by.most_common()),
     }  # fmt: skip
+
+
+def with_wait(opts: Options, cls: str, wait: dict | None) -> Options:
+    """``opts`` with class ``cls``'s pose rule at ``wait`` (a sweep row's: threshold, within)."""
+    rule = opts.then_of(cls)
+    if rule is None or wait is None:
+        return opts
+    other = tuple(t for t in opts.then or () if t.cls != cls)
+    return replace(opts, then=(*other, replace(rule, **wait)))
 
 
 def recommend(rows: list[dict], target: float) -> dict:

@@ -50,10 +50,15 @@ def plot_sweep(report: dict, opts, path: Path) -> None:
     fig, axes = plt.subplots(1, max(1, len(classes)), figsize=(6 * max(1, len(classes)), 4.5))
     for ax, cls in zip(np.atleast_1d(axes), classes, strict=False):
         r = report["classes"][cls]
+        own = r["operating"]["wait"]  # the model's wait (None: the class waits for nothing)
         for k, n in sorted({(p["k"], p["n"]) for p in r["sweep"]}):
-            pts = [p for p in r["sweep"] if (p["k"], p["n"]) == (k, n)]
+            pts = [p for p in r["sweep"] if (p["k"], p["n"]) == (k, n) and p["wait"] == own]
             ax.plot([p["false_per_hour"] for p in pts], [p["recall"] for p in pts], "o-",
                     ms=3, label=f"{k}-of-{n}")  # fmt: skip
+        other = [p for p in r["sweep"] if p["wait"] != own]
+        if other:
+            ax.plot([p["false_per_hour"] for p in other], [p["recall"] for p in other], ".",
+                    color="grey", ms=2, label=f"other waits, {other[0]['k']}-of-{other[0]['n']}")  # fmt: skip
         for title, marker in (("operating", "s"), ("recommended", "*")):
             p = r[title]
             ax.plot(p["false_per_hour"], p["recall"], marker, ms=12, mfc="none", mew=2,

@@ -14,7 +14,21 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edge_hf.spec import HyperframeSpec, Then, write_onnx_spec
-from models.events import MISSES, Options, Stream, label_at, misses, outcomes, point, recommend
+from export.wait import GRID as WAIT_GRID
+from export.wait import WITHIN
+from models.evaluate import GRID, other_waits
+from models.events import (
+    MISSES,
+    Options,
+    Stream,
+    label_at,
+    misses,
+    outcomes,
+    point,
+    recommend,
+    sweep,
+    with_wait,
+)
 from tests.conftest import run_module
 
 SPEC = HyperframeSpec(
@@ -255,6 +269,36 @@ def test_a_miss_for_want_of_the_pose_is_told_so_whatever_the_wait_less_replay_di
     wait = Options(cooldown=10.0, then=(Then("fall", "lying", 0.5, 1.0),))
     why = misses(outcomes([s], 1, "fall", 0.5, (2, 3), wait))
     assert why == dict(zip(MISSES, (0, 0, 0, 0, 1), strict=True))
+
+
+def test_the_recommended_point_may_wait_longer_for_the_pose_than_the_model_does():
+    """A fall whose lying comes 0.72 s after its last arming hit, and a stumble whose stillness
+    comes 0.88 s after: the model's own wait (0.4 s) catches neither; waiting 0.8 s catches
+    the fall in time and still not the stumble (1 s would alert on it too), so that is the
+    wait the recommended point names, and its outcomes are replayed at it."""
+    fall, lying = np.zeros(1500, np.float32), np.zeros(1500, np.float32)
+    fall[100:111] = 1.0
+    lying[128:200] = 1.0
+    fall[1000:1011] = 1.0
+    lying[1032:1100] = 1.0
+    probs = np.stack([1 - fall - lying, fall, lying], 1)
+    labels = ((100, 110, "fall"), (1000, 1010, "stumble"))
+    s = Stream("s", 25.0, 1500, np.arange(1500), probs, {"fall": [(100, 110)]}, labels,
+               classes=("walk", "fall", "lying"))  # fmt: skip
+    own = Options(cooldown=0.0, then=(Then("fall", "lying", 0.5, 0.4),))
+    assert point([s], 1, "fall", 0.5, (2, 3), own)["in_time"] == 0
+    waits = other_waits([s], 1, "fall", own)
+    assert {(r["wait"]["threshold"], r["wait"]["within"]) for r in waits} == {
+        (g, w) for g in WAIT_GRID for w in WITHIN
+    } - {(0.5, 0.4)}
+    best = recommend(sweep([s], 1, "fall", GRID, (2, 3), own) + waits, 0.5)
+    assert best["wait"]["within"] == 0.8 and best["meets_target"]
+    assert (best["in_time"], best["false_alarms"]) == (1, 0)
+    at = with_wait(own, "fall", best["wait"])
+    assert misses(outcomes([s], 1, "fall", best["threshold"], (2, 3), at)) == dict.fromkeys(
+        MISSES, 0
+    )
+    assert other_waits([s], 1, "fall", Options(cooldown=0.0)) == []  # no rule: nothing to vary
 
 
 @pytest.fixture(scope="module")
