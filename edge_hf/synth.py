@@ -276,6 +276,16 @@ class Scene:
         return self._body.color
 
     @property
+    def figure_contrast(self) -> float:
+        """How far the figure's colour is from the background band it stands in: the mean over
+        B, G, R of the absolute difference, in grey levels (before lighting changes and noise)."""
+        hgt, wid = self.size
+        floor, pad = self.params.floor * hgt, self._pad
+        top = max(0, int(pad + floor - self._body.height))
+        band = self._bg[top : max(top + 1, int(pad + floor)), pad : pad + wid].reshape(-1, 3)
+        return float(np.abs(band.mean(axis=0) - np.array(self._body.color, np.float64)).mean())
+
+    @property
     def figure_height(self) -> float:
         """The labelled figure's standing height in pixels."""
         return self._body.height

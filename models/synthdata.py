@@ -19,7 +19,8 @@ model sees both kinds of compression artefacts. Preset ``easy``: the first synth
 (six classes, plain backgrounds, MJPG at OpenCV's default quality).
 (b) with ``--streams N``, a second dataset in ``OUT/streams/``: long clips with ``segments.csv``
 (``video,start_frame,end_frame,label``), ``classes.txt`` and ``videos.csv`` (each figure's
-height in pixels, far or near: ``models.evaluate --by figure``). ``real``: stories of
+height in pixels, far or near, and its contrast against the background it stands in, low or
+high: ``models.evaluate --by figure --by contrast``). ``real``: stories of
 ``--stream-minutes`` each on held-out photographs, every fourth one with no fall at all, the others
 with about one fall a minute; ``fall`` covers the frames from the start of the fall motion up to
 and including the impact. Written as H.264 at a random bit rate (ffmpeg) or ``--stream-codec
@@ -59,6 +60,7 @@ CLIPS_PER_GROUP = 2
 TEST_EVERY = 4  # groups 1, 5, 9, ... are test: about a quarter
 NO_FALL_EVERY = 4  # real streams 3, 7, 11, ... have no fall (false alarms per hour)
 STREAM_SEED = 50_000  # stream k uses seed * 100_000 + STREAM_SEED + k: never an action clip's
+LOW_CONTRAST = 40.0  # grey levels between the figure and its background band: low under this
 TRAIN_STREAM_SEED = 70_000  # training stream k: seed * 100_000 + 70_000 + k
 
 
@@ -236,13 +238,17 @@ def write_streams(
 
 def _write_facts(path: Path, jobs: list[Job]) -> None:
     """Per stream, its figure's standing height in pixels, and far (under synth.FAR of the
-    frame's height) or near: ``python -m models.evaluate ... --by figure``."""
+    frame's height) or near; its colour's distance from the background band it stands in
+    (``Scene.figure_contrast``, grey levels), and low (under LOW_CONTRAST) or high:
+    ``python -m models.evaluate ... --by figure --by contrast``."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["video", "figure", "figure_px"])
+        w.writerow(["video", "figure", "figure_px", "contrast", "contrast_gl"])
         for job in jobs:
             h = synth.SceneParams.sample(job.seed, job.preset).height
-            w.writerow([job.path.name, "far" if h < synth.FAR else "near", round(h * job.size[0])])
+            c = _scene(job).figure_contrast
+            w.writerow([job.path.name, "far" if h < synth.FAR else "near", round(h * job.size[0]),
+                        "low" if c < LOW_CONTRAST else "high", round(c, 1)])  # fmt: skip
 
 
 def _rate(frames: int, seconds: float) -> str:

@@ -257,3 +257,19 @@ def _render(scene: synth.Scene, i: int) -> np.ndarray:
     out = np.empty((*scene.size, 3), np.uint8)
     scene.render(i, out)
     return out
+
+
+@pytest.mark.parametrize(("figure", "want"), [((250, 250, 250), 250.0), ((30, 40, 50), 40.0)])
+def test_figure_contrast_is_the_colour_distance_to_the_band_it_stands_in(figure, want) -> None:
+    """A flat black scene: the contrast is the figure colour's mean over B, G, R."""
+    black = ((0, 0, 0), (0, 0, 0))
+    scene = _scene("walk_left", background="flat", bg_colors=black, color=figure, noise=0.0)
+    assert scene.figure_contrast == pytest.approx(want)
+
+
+def test_figure_contrast_reads_the_wall_behind_the_figure_not_the_floor() -> None:
+    """A grey wall over a black floor: a figure of the wall's grey has no contrast at all."""
+    grey = (100, 100, 100)
+    scene = _scene("walk_left", background="shapes", shapes=0, bg_colors=(grey, (0, 0, 0)),
+                   color=grey, noise=0.0)  # fmt: skip
+    assert scene.figure_contrast == pytest.approx(0.0)

@@ -167,6 +167,9 @@ def test_stream_story_segments_match_the_videos(tmp_path: Path) -> None:
         row = facts[f"story_{k:03d}.mp4"]
         assert int(row["figure_px"]) == round(scene.figure_height)
         assert row["figure"] == ("far" if scene.figure_height < 0.32 * SIZE[0] else "near")
+        gl = float(row["contrast_gl"])  # Scene.figure_contrast on the stream's photo, rounded
+        assert 0 <= gl <= 255 and row["contrast"] in ("low", "high")
+        assert gl <= 40 if row["contrast"] == "low" else gl >= 40
     ds = data.load(tmp_path, val_fraction=0.5, test_fraction=0)
     assert "fall" in ds.classes and len(ds.train) + len(ds.val) == 4
 
