@@ -24,9 +24,10 @@ the operating point recommended at the runtime's k-of-n: the most events caught 
 then the higher threshold); for a class that waits for a pose, at any wait ``export.wait``
 could choose (the pose's threshold x seconds: every sweep row names its ``wait``).
 ``OUT/eval.json`` has everything, including at both points each event's delay or why it was
-missed and where each false alarm started (``outcomes``: to look them up in the videos); ``OUT/sweep.png`` draws false alarms per hour against recall. ``--by COLUMN``
-breaks both points down by a fact about each video from ``STREAMS/videos.csv`` (``video,COLUMN``:
-a camera, a distance; the synthetic streams have ``figure``, far or near). ``python -m export ...
+missed and where each false alarm started (``outcomes``: to look them up in the videos);
+``OUT/sweep.png`` draws false alarms per hour against recall. ``--by COLUMN`` breaks both points
+down by a fact about each video from ``STREAMS/videos.csv`` (``video,COLUMN``: a camera, a
+distance; the synthetic streams have ``figure``, far or near, and ``contrast``, low or high). ``python -m export ...
 --threshold CLASS=P [--then CLASS=POSE:P:S]`` writes a threshold (and a wait) into the spec.
 
 With ``--confirm MODEL2`` the runtime runs in two-stage mode (edge_hf.twostage): MODEL screens

@@ -57,8 +57,9 @@ def plot_sweep(report: dict, opts, path: Path) -> None:
                     ms=3, label=f"{k}-of-{n}")  # fmt: skip
         other = [p for p in r["sweep"] if p["wait"] != own]
         if other:
+            kn = f"{other[0]['k']}-of-{other[0]['n']}"
             ax.plot([p["false_per_hour"] for p in other], [p["recall"] for p in other], ".",
-                    color="grey", ms=2, label=f"other waits, {other[0]['k']}-of-{other[0]['n']}")  # fmt: skip
+                    color="grey", ms=2, label=f"other waits for the pose, {kn}")  # fmt: skip
         for title, marker in (("operating", "s"), ("recommended", "*")):
             p = r[title]
             ax.plot(p["false_per_hour"], p["recall"], marker, ms=12, mfc="none", mew=2,
