@@ -27,8 +27,9 @@ could choose (the pose's threshold x seconds: every sweep row names its ``wait``
 missed and where each false alarm started (``outcomes``: to look them up in the videos);
 ``OUT/sweep.png`` draws false alarms per hour against recall. ``--by COLUMN`` breaks both points
 down by a fact about each video from ``STREAMS/videos.csv`` (``video,COLUMN``: a camera, a
-distance; the synthetic streams have ``figure``, far or near, and ``contrast``, low or high). ``python -m export ...
---threshold CLASS=P [--then CLASS=POSE:P:S]`` writes a threshold (and a wait) into the spec.
+distance; the synthetic streams have ``figure``, far or near, and ``contrast``, low or high).
+``python -m export ... --threshold CLASS=P [--then CLASS=POSE:P:S]`` writes a threshold (and a
+wait) into the spec.
 
 With ``--confirm MODEL2`` the runtime runs in two-stage mode (edge_hf.twostage): MODEL screens
 every hop and MODEL2 confirms; the recorded scores are what reaches the alert logic (MODEL2's
