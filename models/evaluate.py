@@ -159,10 +159,17 @@ def cost(streams: list[Stream]) -> dict:
     return out
 
 
-def evaluate(model: Path, roots: tuple[Path, ...], opts: Options, by: tuple[str, ...] = ()) -> dict:
+def evaluate(
+    model: Path,
+    roots: tuple[Path, ...],
+    opts: Options,
+    by: tuple[str, ...] = (),
+    choose_on: tuple[Path, ...] = (),
+) -> dict:
     """The report (module docstring) over the streams of every folder of ``roots`` as one set
     (named ROOT/VIDEO when there are several); ``by``: columns of each ``videos.csv`` to break
-    each point's counts down by."""
+    each point's counts down by; ``choose_on``: folders of ``roots`` the recommended point is
+    chosen on (the others: where it is counted again, ``held_out``)."""
     rows = {r: read_segments(r / "segments.csv") for r in roots}  # all, before any is scored
     prefix = {r: f"{r}/" if len(roots) > 1 else "" for r in roots}
     known = {prefix[r] + v: f for r in roots
@@ -178,26 +185,49 @@ def evaluate(model: Path, roots: tuple[Path, ...], opts: Options, by: tuple[str,
               "hours": hours,
               "options": shown,
               "cost": cost(streams), "classes": {}}  # fmt: skip
+    held = None
+    if choose_on:
+        mine = tuple(prefix[r] for r in choose_on)
+        held = ([s for s in streams if s.name.startswith(mine)],
+                [s for s in streams if not s.name.startswith(mine)])  # fmt: skip
+        report["choose_on"] = [str(r) for r in choose_on]
     for cls, thr in thresholds.items():
-        column = classes.index(cls)
-        kns = KN if (opts.k, opts.n) in KN else (*KN, (opts.k, opts.n))
-        rows = [r for kn in kns for r in sweep(streams, column, cls, GRID, kn, opts)]
-        here = [r for r in rows if (r["k"], r["n"]) == (opts.k, opts.n)]
-        waits = other_waits(streams, column, cls, opts)
-        chosen = {"operating": point(streams, column, cls, thr, (opts.k, opts.n), opts),
-                  "recommended": recommend(here + waits, opts.target)}  # fmt: skip
-        for r in chosen.values():
-            at = with_wait(opts, cls, r["wait"])
-            outcome = outcomes(streams, column, cls, r["threshold"], (r["k"], r["n"]), at)
-            r["missed_because"], r["outcomes"] = misses(outcome), outcome
-            r["by"] = {c: by_fact(outcome, streams, {v: f[c] for v, f in known.items()})
-                       for c in by}  # fmt: skip
-        report["classes"][cls] = {
-            **chosen,
-            "sweep": rows + waits,
-            "events": peaks(streams, column, cls, opts.max_delay),
-        }
+        report["classes"][cls] = _class_report(streams, classes.index(cls), cls, thr, opts,
+                                               (known, by), held)  # fmt: skip
     return report
+
+
+def _class_report(streams, column: int, cls: str, thr: float, opts: Options, facts, held) -> dict:
+    """One alert class's operating and recommended points, sweep and events. ``facts``: (video ->
+    its facts, the columns to break the points down by); ``held``: None, or (the streams the
+    recommended point is chosen on, the others: it is counted on those too, as ``held_out``)."""
+    kn = (opts.k, opts.n)
+    kns = KN if kn in KN else (*KN, kn)
+    rows = [r for k in kns for r in sweep(streams, column, cls, GRID, k, opts)]
+    waits = other_waits(streams, column, cls, opts)
+    pick = streams if held is None else held[0]
+    mine = [r for r in rows if (r["k"], r["n"]) == kn] + waits
+    if held is not None:
+        mine = sweep(pick, column, cls, GRID, kn, opts) + other_waits(pick, column, cls, opts)
+    chosen = {"operating": (streams, point(streams, column, cls, thr, kn, opts)),
+              "recommended": (pick, recommend(mine, opts.target))}  # fmt: skip
+    known, by = facts
+    for where, r in chosen.values():
+        at = with_wait(opts, cls, r["wait"])
+        outcome = outcomes(where, column, cls, r["threshold"], (r["k"], r["n"]), at)
+        r["missed_because"], r["outcomes"] = misses(outcome), outcome
+        r["by"] = {c: by_fact(outcome, where, {v: f[c] for v, f in known.items()})
+                   for c in by}  # fmt: skip
+    rec = chosen["recommended"][1]
+    if held is not None:
+        at = with_wait(opts, cls, rec["wait"])
+        rec["held_out"] = point(held[1], column, cls, rec["threshold"], (rec["k"], rec["n"]), at)
+    return {
+        "operating": chosen["operating"][1],
+        "recommended": rec,
+        "sweep": rows + waits,
+        "events": peaks(streams, column, cls, opts.max_delay),
+    }
 
 
 def other_waits(streams: list[Stream], column: int, cls: str, opts: Options) -> list[dict]:
@@ -314,6 +344,15 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         "about each video, such as camera or distance); repeatable",
     )
     ap.add_argument(
+        "--choose-on",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="STREAMS",
+        help="choose the recommended point on these of the STREAMS folders only, and count it on "
+        "the others as well (held_out): what it does on cameras it was not chosen on; repeatable",
+    )
+    ap.add_argument(
         "--out",
         type=Path,
         default=Path("runs/eval"),
@@ -327,68 +366,20 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     ]
     if twice:
         ap.error(f"streams folder {twice[0]} is given twice")
+    given = {d.resolve(): d for d in args.streams}
+    if stray := [d for d in args.choose_on if d.resolve() not in given]:
+        ap.error(f"--choose-on {stray[0]}: expected one of the STREAMS folders, found another")
+    args.choose_on = tuple(dict.fromkeys(given[d.resolve()] for d in args.choose_on))
+    if args.choose_on and len(args.choose_on) == len(given):
+        ap.error(
+            "--choose-on: expected some STREAMS folders left to count the point on, found none"
+        )
     opts = Options(tuple(args.threshold), *args.k_of_n, args.cooldown, args.max_delay,
                    args.match, args.target, args.every, args.confirm,
                    tuple(args.screen_threshold),
                    None if args.then is None else then_rules(args.then, "--then"))  # fmt: skip
     AlertPolicy((("x", 0.5),), opts.k, opts.n, opts.cooldown)  # the runtime's own checks
     return args, opts
-
-
-def summary(report: dict) -> str:
-    lines = [
-        f"{report['videos']} streams, {report['hours']:.2f} h of video; model time "
-        f"{report['cost']['model_ms_per_frame']:.3f} ms per frame"
-        + "".join(f", {k} {v}" for k, v in report["cost"].get("two_stage", {}).items()),
-        "| class | point | threshold | k/n | events | caught | in time | missed | false/h "
-        "| delay median | delay p95 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for cls, r in report["classes"].items():
-        for title in ("operating", "recommended"):
-            p = r[title]
-            med = "-" if p["delay_median"] is None else f"{p['delay_median']:.2f} s"
-            p95 = "-" if p["delay_p95"] is None else f"{p['delay_p95']:.2f} s"
-            lines.append(
-                f"| {cls} | {title} | {p['threshold']:.2f} | {p['k']}/{p['n']} | {p['events']} "
-                f"| {p['caught']} | {p['in_time']} | {p['missed']} | {p['false_per_hour']:.2f} "
-                f"| {med} | {p95} |"
-            )
-        for t in report["options"]["then"]:
-            if t["cls"] == cls:
-                lines.append(f"({cls}: each alert waits for {t['pose']} >= {t['threshold']:g} "
-                             f"within {t['within']:g} s after it)")  # fmt: skip
-                w = r["recommended"]["wait"]
-                if w != {"threshold": t["threshold"], "within": t["within"]}:
-                    lines.append(
-                        f"({cls}, recommended: waits for {t['pose']} >= {w['threshold']:g} within "
-                        f"{w['within']:g} s; python -m export ... --threshold "
-                        f"{cls}={r['recommended']['threshold']:g} --then "
-                        f"{cls}={t['pose']}:{w['threshold']:g}:{w['within']:g})"
-                    )
-        if not r["recommended"]["meets_target"]:
-            lines.append(f"({cls}: no threshold meets the false-alarm target)")
-        if r["events"]:
-            top = [e["peak"] for e in r["events"]]
-            lines.append(
-                f"({cls}: peak score from an event's start to {report['options']['max_delay']:g} s "
-                f"after its impact: median {np.median(top):.2f}; "
-                f"{sum(p < 0.5 for p in top)} of {len(top)} events never reach 0.5)"
-            )
-        for title in ("operating", "recommended"):
-            why = {k: v for k, v in r[title].get("missed_because", {}).items() if v}
-            if why:
-                shown = ", ".join(f"{reason} {n}" for reason, n in why.items())
-                lines.append(f"({cls}, {title}: not caught in time: {shown})")
-            by = r[title]["false_by_label"]
-            if by:
-                shown = ", ".join(f"{label} {n}" for label, n in by.items())
-                lines.append(f"({cls}, {title}: false alarms started on {shown})")
-            for column, groups in r[title]["by"].items():
-                shown = "; ".join(f"{v} {g['in_time']} of {g['events']} in time, "
-                                  f"{g['false_per_hour']:.2f} false/h" for v, g in groups.items())  # fmt: skip
-                lines.append(f"({cls}, {title}, by {column}: {shown})")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -400,15 +391,14 @@ def main(argv: list[str] | None = None) -> int:
             if opts.confirm is not None:
                 (Path(tmp) / "confirm").mkdir()
                 opts = replace(opts, confirm=_model_file(opts.confirm, Path(tmp) / "confirm"))
-            report = evaluate(
-                _model_file(args.model, Path(tmp)), tuple(args.streams), opts, tuple(args.by)
-            )
+            report = evaluate(_model_file(args.model, Path(tmp)), tuple(args.streams), opts,
+                              tuple(args.by), args.choose_on)  # fmt: skip
     except (DataError, EdgeHFError) as e:
         print(f"models.evaluate: error: {e}", file=sys.stderr)
         return getattr(e, "exit_code", 2)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "eval.json").write_text(json.dumps(report, indent=1))
-    from models.report import plot_sweep
+    from models.report import plot_sweep, summary
 
     plot_sweep(report, opts, args.out / "sweep.png")
     print(summary(report))

@@ -1,4 +1,5 @@
-"""Training plots (matplotlib, Agg): loss/accuracy curves and the confusion matrix."""
+"""Training plots (matplotlib, Agg): loss/accuracy curves and the confusion matrix; the
+evaluation's sweep plot and its printed summary (models.evaluate)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,65 @@ def plot_sweep(report: dict, opts, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def summary(report: dict) -> str:
+    lines = [
+        f"{report['videos']} streams, {report['hours']:.2f} h of video; model time "
+        f"{report['cost']['model_ms_per_frame']:.3f} ms per frame"
+        + "".join(f", {k} {v}" for k, v in report["cost"].get("two_stage", {}).items()),
+        "| class | point | threshold | k/n | events | caught | in time | missed | false/h "
+        "| delay median | delay p95 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for cls, r in report["classes"].items():
+        for title in ("operating", "recommended"):
+            p = r[title]
+            med = "-" if p["delay_median"] is None else f"{p['delay_median']:.2f} s"
+            p95 = "-" if p["delay_p95"] is None else f"{p['delay_p95']:.2f} s"
+            lines.append(
+                f"| {cls} | {title} | {p['threshold']:.2f} | {p['k']}/{p['n']} | {p['events']} "
+                f"| {p['caught']} | {p['in_time']} | {p['missed']} | {p['false_per_hour']:.2f} "
+                f"| {med} | {p95} |"
+            )
+        for t in report["options"]["then"]:
+            if t["cls"] == cls:
+                lines.append(f"({cls}: each alert waits for {t['pose']} >= {t['threshold']:g} "
+                             f"within {t['within']:g} s after it)")  # fmt: skip
+                w = r["recommended"]["wait"]
+                if w != {"threshold": t["threshold"], "within": t["within"]}:
+                    lines.append(
+                        f"({cls}, recommended: waits for {t['pose']} >= {w['threshold']:g} within "
+                        f"{w['within']:g} s; python -m export ... --threshold "
+                        f"{cls}={r['recommended']['threshold']:g} --then "
+                        f"{cls}={t['pose']}:{w['threshold']:g}:{w['within']:g})"
+                    )
+        if (h := r["recommended"].get("held_out")) is not None:
+            lines.append(
+                f"({cls}, recommended, chosen on {', '.join(report['choose_on'])} and counted on "
+                f"the other streams: {h['in_time']} of {h['events']} in time, "
+                f"{h['false_per_hour']:.2f} false/h)"
+            )
+        if not r["recommended"]["meets_target"]:
+            lines.append(f"({cls}: no threshold meets the false-alarm target)")
+        if r["events"]:
+            top = [e["peak"] for e in r["events"]]
+            lines.append(
+                f"({cls}: peak score from an event's start to {report['options']['max_delay']:g} s "
+                f"after its impact: median {np.median(top):.2f}; "
+                f"{sum(p < 0.5 for p in top)} of {len(top)} events never reach 0.5)"
+            )
+        for title in ("operating", "recommended"):
+            why = {k: v for k, v in r[title].get("missed_because", {}).items() if v}
+            if why:
+                shown = ", ".join(f"{reason} {n}" for reason, n in why.items())
+                lines.append(f"({cls}, {title}: not caught in time: {shown})")
+            by = r[title]["false_by_label"]
+            if by:
+                shown = ", ".join(f"{label} {n}" for label, n in by.items())
+                lines.append(f"({cls}, {title}: false alarms started on {shown})")
+            for column, groups in r[title]["by"].items():
+                shown = "; ".join(f"{v} {g['in_time']} of {g['events']} in time, "
+                                  f"{g['false_per_hour']:.2f} false/h" for v, g in groups.items())  # fmt: skip
+                lines.append(f"({cls}, {title}, by {column}: {shown})")
+    return "\n".join(lines)

@@ -388,6 +388,41 @@ def test_several_folders_are_one_set_with_their_videos_named_by_folder(
     assert again.returncode == 2 and f"streams folder {one} is given twice" in again.stderr
 
 
+def test_a_point_chosen_on_one_folder_is_counted_on_the_others(known, two_cameras, tmp_path):
+    """--choose-on ONE: the recommended point is chosen and counted on ONE's stream alone (4
+    falls), then counted again on the other folder's (the same stream, and a dark one whose fall
+    no threshold catches): the same falls in time and false alarms, one fall more."""
+    model, one = known
+    r = run_module("models.evaluate", str(model), str(one), str(two_cameras), "--cooldown", "1",
+                   "--choose-on", str(one), "--out", str(tmp_path))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "eval.json").read_text())
+    assert report["choose_on"] == [str(one)]
+    rec = report["classes"]["fall"]["recommended"]
+    assert {e["stream"] for e in rec["outcomes"]["events"]} == {f"{one}/s.avi"}
+    held = rec["held_out"]
+    assert (rec["events"], held["events"]) == (4, 5)
+    assert (held["in_time"], held["false_alarms"]) == (rec["in_time"], rec["false_alarms"])
+    assert held["threshold"] == rec["threshold"] and held["wait"] == rec["wait"]
+    assert f"chosen on {one} and counted on the other streams: {held['in_time']} of 5" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("which", "message"),
+    [
+        ("other", "--choose-on {}: expected one of the STREAMS folders, found another"),
+        ("all", "--choose-on: expected some STREAMS folders left to count the point on"),
+    ],
+)
+def test_choose_on_needs_some_of_the_folders_and_not_all(known, tmp_path, which, message):
+    model, one = known
+    folder = tmp_path / "elsewhere" if which == "other" else one
+    r = run_module("models.evaluate", str(model), str(one), "--choose-on", str(folder),
+                   "--out", str(tmp_path / "out"))  # fmt: skip
+    assert r.returncode == 2 and message.format(folder) in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_folder_without_segments_is_one_line_before_any_video_is_scored(known, tmp_path):
     model, one = known
     empty = tmp_path / "empty"
