@@ -3,7 +3,7 @@
     python -m models.evaluate MODEL STREAMS [STREAMS ...] [--threshold CLASS=P] [--k-of-n K/N]
                               [--cooldown S] [--max-delay 1.0] [--target 0.5] [--every N]
                               [--out DIR] [--confirm MODEL2 [--screen-threshold CLASS=P]]
-                              [--by COLUMN]
+                              [--by COLUMN] [--choose-on STREAMS]
 
 MODEL is any exported file (``.onnx``, ``.xml``) or a training checkpoint (``.pt``, exported to
 ONNX on the fly: needs torch). STREAMS is a folder of long videos with frame-level labels
@@ -22,7 +22,9 @@ caught within ``--max-delay``), missed, false alarms per hour of video, delay me
 the operating point recommended at the runtime's k-of-n: the most events caught within
 ``--max-delay`` at no more than ``--target`` false alarms per hour (ties: fewer false alarms,
 then the higher threshold); for a class that waits for a pose, at any wait ``export.wait``
-could choose (the pose's threshold x seconds: every sweep row names its ``wait``).
+could choose (the pose's threshold x seconds: every sweep row names its ``wait``). With
+``--choose-on`` some of the folders, it is chosen and counted on those, and counted again on the
+others (``held_out``): what it does on cameras it was not chosen on.
 ``OUT/eval.json`` has everything, including at both points each event's delay or why it was
 missed and where each false alarm started (``outcomes``: to look them up in the videos);
 ``OUT/sweep.png`` draws false alarms per hour against recall. ``--by COLUMN`` breaks both points
