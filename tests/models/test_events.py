@@ -1,0 +1,138 @@
+"""models/events.py: the pure replay over recorded scores (streams built by hand, no model):
+why a fall was missed, a fall that waits for lying, the recommended point and its wait."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_hf.spec import Then
+from export.wait import GRID as WAIT_GRID
+from export.wait import WITHIN
+from models.evaluate import GRID, other_waits
+from models.events import (
+    MISSES,
+    Options,
+    Stream,
+    label_at,
+    misses,
+    outcomes,
+    point,
+    recommend,
+    sweep,
+    with_wait,
+)
+
+
+def test_recommend_the_most_recall_within_the_false_alarm_target():
+    rows = [
+        {"threshold": 0.5, "recall": 1.0, "false_per_hour": 2.0},
+        {"threshold": 0.8, "recall": 0.9, "false_per_hour": 0.4},
+        {"threshold": 0.9, "recall": 0.9, "false_per_hour": 0.0},
+        {"threshold": 0.95, "recall": 0.5, "false_per_hour": 0.0},
+    ]
+    assert recommend(rows, 0.5)["threshold"] == 0.9 and recommend(rows, 0.5)["meets_target"]
+    assert recommend(rows, 5.0)["threshold"] == 0.5
+    worst = recommend(rows[:1], 0.5)
+    assert worst["threshold"] == 0.5 and not worst["meets_target"]
+
+
+def test_a_false_alarm_is_named_by_the_segment_it_started_in():
+    labels = ((0, 9, "walk"), (10, 19, "lie_down"), (25, 30, "sit_down"))
+    assert [label_at(labels, f) for f in (0, 9, 10, 19, 22, 30)] == [
+        "walk", "walk", "lie_down", "lie_down", "unlabelled", "sit_down",
+    ]  # fmt: skip
+
+
+def test_each_missed_fall_is_told_why():
+    """Five falls at 25 fps, 2-of-3, cooldown 10 s: one never scores; one scores on one
+    hyperframe in three; one comes 4 s after a false alarm (cooldown); one is caught 1.6 s
+    after its impact; one is caught in time (not a miss)."""
+    p = np.zeros(2000, np.float32)
+    p[[200, 203, 206, 209]] = 1.0  # the fall at 200: isolated hits, never 2 of 3
+    p[500:506] = 1.0  # a false alarm; its cooldown runs to about frame 757
+    p[600:611] = 1.0  # the fall at 600 scores, but inside that cooldown
+    p[1050:1061] = 1.0  # the fall at 1000 (impact 1010): caught 1.6 s late
+    p[1505:1511] = 1.0  # the fall at 1500: in time
+    falls = [(100, 110), (200, 210), (600, 610), (1000, 1010), (1500, 1510)]
+    s = Stream("s", 25.0, 2000, np.arange(2000), np.stack([1 - p, p], 1), {"fall": falls})
+    why = misses(outcomes([s], 1, "fall", 0.5, (2, 3), Options(cooldown=10.0)))
+    assert why == dict(zip(MISSES, (1, 1, 1, 1, 0), strict=True))
+    assert misses(outcomes([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0)))[MISSES[1]] == 0
+
+
+def test_a_fall_that_waits_for_lying_counts_only_the_falls_followed_by_it():
+    """Three fall-like moments at 25 fps: the first two followed by lying (one within the
+    second, one 2 s later), the third by nothing (a stumble). Waiting for lying within 1 s,
+    the first is caught 0.12 s after its impact, the second is missed because nothing followed
+    it in time, and the stumble raises no false alarm (it does without the wait)."""
+    fall, lying = np.zeros(1500, np.float32), np.zeros(1500, np.float32)
+    fall[100:111] = 1.0
+    lying[112:200] = 1.0  # from 2 hyperframes after the impact: 2 of 3 at frame 113
+    fall[500:511] = 1.0
+    lying[560:700] = 1.0  # 2 s late
+    fall[1000:1011] = 1.0  # nothing after it
+    probs = np.stack([1 - fall - lying, fall, lying], 1)
+    labels = ((0, 99, "walk"), (100, 110, "fall"), (111, 199, "lying"), (1000, 1010, "stumble"),
+              (1011, 1499, "stand"))  # fmt: skip
+    s = Stream("s", 25.0, 1500, np.arange(1500), probs, {"fall": [(100, 110), (500, 510)]},
+               labels, classes=("walk", "fall", "lying"))  # fmt: skip
+    wait = Options(cooldown=0.0, then=(Then("fall", "lying", 0.5, 1.0),))
+    got = point([s], 1, "fall", 0.5, (2, 3), wait)
+    assert (got["caught"], got["in_time"], got["false_alarms"]) == (1, 1, 0)
+    assert got["delay_median"] == pytest.approx(3 / 25)
+    lying[1012:1100] = 1.0  # the stumble followed by stillness: a false alarm, named by the move
+    probs[:, 2] = lying
+    got = point([s], 1, "fall", 0.5, (2, 3), wait)
+    assert got["false_by_label"] == {"stumble": 1}
+    assert misses(outcomes([s], 1, "fall", 0.5, (2, 3), wait))[MISSES[4]] == 1
+    alone = point([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0))
+    assert (alone["caught"], alone["in_time"], alone["false_alarms"]) == (2, 2, 1)
+    assert alone["false_by_label"] == {"stumble": 1}
+
+
+def test_a_miss_for_want_of_the_pose_is_told_so_whatever_the_wait_less_replay_did():
+    """A stumble (fall-like, nothing after it) at frame 100 and a fall at 300 whose lying
+    comes too late. Without the wait the stumble's alert would cool down over the fall, but
+    with it the stumble raises nothing: the fall was free to alert, its k of n came, and only
+    the pose did not follow in time."""
+    fall, lying = np.zeros(1000, np.float32), np.zeros(1000, np.float32)
+    fall[100:111] = 1.0
+    fall[300:311] = 1.0
+    lying[400:600] = 1.0  # 3.5 s after the impact
+    probs = np.stack([1 - fall - lying, fall, lying], 1)
+    s = Stream("s", 25.0, 1000, np.arange(1000), probs, {"fall": [(300, 310)]},
+               ((100, 110, "stumble"),), classes=("walk", "fall", "lying"))  # fmt: skip
+    wait = Options(cooldown=10.0, then=(Then("fall", "lying", 0.5, 1.0),))
+    why = misses(outcomes([s], 1, "fall", 0.5, (2, 3), wait))
+    assert why == dict(zip(MISSES, (0, 0, 0, 0, 1), strict=True))
+
+
+def test_the_recommended_point_may_wait_longer_for_the_pose_than_the_model_does():
+    """A fall whose lying comes 0.72 s after its last arming hit, and a stumble whose stillness
+    comes 0.88 s after: the model's own wait (0.4 s) catches neither; waiting 0.8 s catches
+    the fall in time and still not the stumble (1 s would alert on it too), so that is the
+    wait the recommended point names, and its outcomes are replayed at it."""
+    fall, lying = np.zeros(1500, np.float32), np.zeros(1500, np.float32)
+    fall[100:111] = 1.0
+    lying[128:200] = 1.0
+    fall[1000:1011] = 1.0
+    lying[1032:1100] = 1.0
+    probs = np.stack([1 - fall - lying, fall, lying], 1)
+    labels = ((100, 110, "fall"), (1000, 1010, "stumble"))
+    s = Stream("s", 25.0, 1500, np.arange(1500), probs, {"fall": [(100, 110)]}, labels,
+               classes=("walk", "fall", "lying"))  # fmt: skip
+    own = Options(cooldown=0.0, then=(Then("fall", "lying", 0.5, 0.4),))
+    assert point([s], 1, "fall", 0.5, (2, 3), own)["in_time"] == 0
+    waits = other_waits([s], 1, "fall", own)
+    assert {(r["wait"]["threshold"], r["wait"]["within"]) for r in waits} == {
+        (g, w) for g in WAIT_GRID for w in WITHIN
+    } - {(0.5, 0.4)}
+    best = recommend(sweep([s], 1, "fall", GRID, (2, 3), own) + waits, 0.5)
+    assert best["wait"]["within"] == 0.8 and best["meets_target"]
+    assert (best["in_time"], best["false_alarms"]) == (1, 0)
+    at = with_wait(own, "fall", best["wait"])
+    assert misses(outcomes([s], 1, "fall", best["threshold"], (2, 3), at)) == dict.fromkeys(
+        MISSES, 0
+    )
+    assert other_waits([s], 1, "fall", Options(cooldown=0.0)) == []  # no rule: nothing to vary
