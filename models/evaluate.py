@@ -207,9 +207,10 @@ def _class_report(streams, column: int, cls: str, thr: float, opts: Options, fac
     kns = KN if kn in KN else (*KN, kn)
     rows = [r for k in kns for r in sweep(streams, column, cls, GRID, k, opts)]
     waits = other_waits(streams, column, cls, opts)
-    pick = streams if held is None else held[0]
-    mine = [r for r in rows if (r["k"], r["n"]) == kn] + waits
-    if held is not None:
+    if held is None:  # chosen where counted: the runtime's k-of-n rows of the sweep
+        pick, mine = streams, [r for r in rows if (r["k"], r["n"]) == kn] + waits
+    else:
+        pick = held[0]
         mine = sweep(pick, column, cls, GRID, kn, opts) + other_waits(pick, column, cls, opts)
     chosen = {"operating": (streams, point(streams, column, cls, thr, kn, opts)),
               "recommended": (pick, recommend(mine, opts.target))}  # fmt: skip
