@@ -21,7 +21,7 @@ from pathlib import Path
 
 from edge_hf.spec import HyperframeSpec, Then
 from models.data import Video
-from models.events import Options, Stream, match, runs, starts
+from models.events import Options, Stream, match, runs, starts, sweep, with_wait
 
 GRID = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)  # the pose's threshold
 WITHIN = (0.4, 0.6, 0.8, 1.0)  # seconds
@@ -102,3 +102,17 @@ def choose_wait(
             for (g, w), (c, f) in rows.items()
         ],
     }
+
+
+def other_waits(streams: list[Stream], column: int, cls: str, thresholds, opts: Options):
+    """For a class that waits for a pose: ``models.events.sweep`` over ``thresholds`` at the
+    runtime's k-of-n for every other wait this module could choose (GRID x WITHIN), so
+    ``models.evaluate``'s recommended point may change the wait as well as the threshold; for
+    any other class, nothing."""
+    rule = opts.then_of(cls)
+    if rule is None:
+        return []
+    pairs = [(g, w) for g in GRID for w in WITHIN if (g, w) != (rule.threshold, rule.within)]
+    kn = (opts.k, opts.n)
+    at = [with_wait(opts, cls, {"threshold": g, "within": w}) for g, w in pairs]
+    return [r for o in at for r in sweep(streams, column, cls, thresholds, kn, o)]

@@ -57,8 +57,7 @@ from edge_hf.alerts import AlertLogic, AlertPolicy
 from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
 from edge_hf.sources import SourceOptions
-from export.wait import GRID as WAIT_GRID
-from export.wait import WITHIN
+from export.wait import other_waits
 from models.data import DataError, read_segments, stream_facts
 from models.events import (
     Options,
@@ -206,12 +205,12 @@ def _class_report(streams, column: int, cls: str, thr: float, opts: Options, fac
     kn = (opts.k, opts.n)
     kns = KN if kn in KN else (*KN, kn)
     rows = [r for k in kns for r in sweep(streams, column, cls, GRID, k, opts)]
-    waits = other_waits(streams, column, cls, opts)
+    waits = other_waits(streams, column, cls, GRID, opts)
     if held is None:  # chosen where counted: the runtime's k-of-n rows of the sweep
         pick, mine = streams, [r for r in rows if (r["k"], r["n"]) == kn] + waits
     else:
         pick = held[0]
-        mine = sweep(pick, column, cls, GRID, kn, opts) + other_waits(pick, column, cls, opts)
+        mine = sweep(pick, column, cls, GRID, kn, opts) + other_waits(pick, column, cls, GRID, opts)
     chosen = {"operating": (streams, point(streams, column, cls, thr, kn, opts)),
               "recommended": (pick, recommend(mine, opts.target))}  # fmt: skip
     known, by = facts
@@ -231,19 +230,6 @@ def _class_report(streams, column: int, cls: str, thr: float, opts: Options, fac
         "sweep": rows + waits,
         "events": peaks(streams, column, cls, opts.max_delay),
     }
-
-
-def other_waits(streams: list[Stream], column: int, cls: str, opts: Options) -> list[dict]:
-    """For a class that waits for a pose: the sweep at the runtime's k-of-n for every other
-    wait the export could choose (``export.wait``'s pose thresholds x seconds), so the
-    recommended point may change the wait as well as the threshold; else nothing."""
-    rule = opts.then_of(cls)
-    if rule is None:
-        return []
-    pairs = [(g, w) for g in WAIT_GRID for w in WITHIN if (g, w) != (rule.threshold, rule.within)]
-    kn = (opts.k, opts.n)
-    at = [with_wait(opts, cls, {"threshold": g, "within": w}) for g, w in pairs]
-    return [r for o in at for r in sweep(streams, column, cls, GRID, kn, o)]
 
 
 def _model_file(model: Path, tmp: Path) -> Path:

@@ -8,8 +8,8 @@ import pytest
 
 from edge_hf.spec import Then
 from export.wait import GRID as WAIT_GRID
-from export.wait import WITHIN
-from models.evaluate import GRID, other_waits
+from export.wait import WITHIN, other_waits
+from models.evaluate import GRID
 from models.events import (
     MISSES,
     Options,
@@ -124,7 +124,7 @@ def test_the_recommended_point_may_wait_longer_for_the_pose_than_the_model_does(
                classes=("walk", "fall", "lying"))  # fmt: skip
     own = Options(cooldown=0.0, then=(Then("fall", "lying", 0.5, 0.4),))
     assert point([s], 1, "fall", 0.5, (2, 3), own)["in_time"] == 0
-    waits = other_waits([s], 1, "fall", own)
+    waits = other_waits([s], 1, "fall", GRID, own)
     assert {(r["wait"]["threshold"], r["wait"]["within"]) for r in waits} == {
         (g, w) for g in WAIT_GRID for w in WITHIN
     } - {(0.5, 0.4)}
@@ -135,4 +135,6 @@ def test_the_recommended_point_may_wait_longer_for_the_pose_than_the_model_does(
     assert misses(outcomes([s], 1, "fall", best["threshold"], (2, 3), at)) == dict.fromkeys(
         MISSES, 0
     )
-    assert other_waits([s], 1, "fall", Options(cooldown=0.0)) == []  # no rule: nothing to vary
+    assert (
+        other_waits([s], 1, "fall", GRID, Options(cooldown=0.0)) == []
+    )  # no rule: nothing to vary
