@@ -45,6 +45,17 @@ def demo_onnx(tmp_path: Path) -> Path:
     return save_model(tmp_path / "demo.onnx")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items) -> None:
+    """`make test` runs two pytest-xdist workers (``-n 2 --dist loadgroup``): the tests that
+    share the tiny trained and exported models (tests/export, the trainer's) go to one worker,
+    so each of those session fixtures is built once."""
+    for item in items:
+        rel = Path(str(item.path)).relative_to(ROOT / "tests")
+        if rel.parts[0] == "export" or rel.name == "test_train.py":
+            item.add_marker(pytest.mark.xdist_group("torch"))
+
+
 @pytest.fixture(scope="session")
 def fall_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real video file: the synthetic demo story (walks, falls, lie-downs), 320x180, 25 fps."""

@@ -75,14 +75,15 @@ def test_it_alerts_on_the_falls_of_the_demo_story_and_nowhere_else(name):
 
 def test_the_int8_file_alerts_the_same_on_a_cpu_without_vnni():
     """This machine with oneDNN capped at AVX2 (in a fresh process) is such a CPU: without the
-    export's overflow fix the previous demo model missed 4 of 42 falls there."""
+    export's overflow fix the previous demo model missed 4 of 42 falls there. One story here;
+    tests/export/test_isa.py compares the demo model's logits."""
     pytest.importorskip("openvino")
 
     def demo_check(**isa: str) -> str:
         env = {k: v for k, v in os.environ.items() if k != "ONEDNN_MAX_CPU_ISA"}
         argv = [sys.executable, "-m", "export.demo_check", str(DEMO / "model-int8.xml")]
         r = subprocess.run(
-            [*argv, "--seeds", "2"], capture_output=True, text=True, cwd=ROOT, timeout=300,
+            [*argv, "--seeds", "1"], capture_output=True, text=True, cwd=ROOT, timeout=300,
             env={**env, "PYTHONPATH": str(ROOT), **isa},
         )  # fmt: skip
         assert r.returncode == 0, r.stderr

@@ -76,6 +76,10 @@ def test_the_default_int8_gives_the_same_logits_with_and_without_vnni(exported: 
     assert moved(exported / "model-int8.xml") <= 0.1
 
 
+def test_so_does_the_shipped_demo_model():
+    assert moved(ROOT / "edge_hf" / "assets" / "demo" / "model-int8.xml") <= 0.1
+
+
 @pytest.mark.skipif(not has_vnni(), reason="the difference shows only where the CPU has VNNI")
 def test_first_layer_only_does_not(tiny_ckpt: Path, tmp_path: Path):
     """The check above can fail: NNCF's own default moves the logits on this model."""
