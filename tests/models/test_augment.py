@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from models.augment import AugConfig, augment
+from models.augment import AugConfig, Draw, apply, augment, fit
 
 
 def same_frames(t: int = 3) -> np.ndarray:
@@ -49,3 +51,42 @@ def test_no_flip_map_forbids_flips():
     assert label == 0 and np.array_equal(kept, frames)
     flipped, label = augment(frames, 0, np.random.default_rng(0), cfg, {0: 1})
     assert label == 1 and np.array_equal(flipped, frames[:, :, ::-1])
+
+
+@given(
+    alpha=st.floats(0.8, 1.2),
+    beta=st.floats(-51.0, 51.0),
+    pixels=st.lists(st.integers(0, 255), min_size=2, max_size=64),
+)
+def test_brightness_and_contrast_clip_like_a_camera_and_never_fold_dark_pixels(alpha, beta, pixels):
+    """The colour draw is alpha x + beta saturated at 0 and 255: it keeps the pixels' order. A
+    dark figure (5) on a dark floor (35) darkened by 20 stays darker than the floor (0 < 15);
+    |alpha x + beta| made it 15 on 15, erased."""
+    x = np.array(pixels, np.uint8).reshape(1, -1, 1).repeat(3, axis=2)
+    out = np.empty_like(x)
+    apply(x, Draw((0, 0, 1, x.shape[1]), False, alpha, beta), out)
+    want = np.clip(np.rint(alpha * x.astype(np.float64) + beta), 0, 255)
+    assert np.abs(out - want).max() <= 1  # rounding of a half
+    order = np.argsort(x[0, :, 0], kind="stable")
+    assert (np.diff(out[0, order, 0].astype(int)) >= 0).all()
+
+
+@given(
+    alpha=st.floats(0.8, 1.2),
+    beta=st.floats(-51.0, 51.0),
+    figure=st.integers(0, 255),
+    floor=st.integers(0, 255),
+    spread=st.integers(0, 40),
+)
+def test_no_draw_erases_a_figure_that_differs_from_its_floor(alpha, beta, figure, floor, spread):
+    """A dark figure (5) on a dark floor (35) darkened by 35 became 0 on 0 when both clipped;
+    the shift is now bounded by the frames' own range (a scene of floor +- spread)."""
+    scene = np.array([figure, floor, max(floor - spread, 0), min(floor + spread, 255)], np.uint8)
+    x = scene.reshape(1, -1, 1).repeat(3, axis=2)
+    d = fit(Draw((0, 0, 1, x.shape[1]), False, alpha, beta), int(x.min()), int(x.max()))
+    out = np.empty_like(x)
+    apply(x, d, out)
+    kept = abs(int(out[0, 0, 0]) - int(out[0, 1, 0]))
+    gap = abs(figure - floor)
+    if alpha * (int(x.max()) - int(x.min())) <= 255:  # the range fits: nothing clips
+        assert kept >= round(min(alpha, 1.0) * gap) - 1
