@@ -12,7 +12,7 @@ demo: setup
 	.venv/bin/edge-hf run --camera 'synth://demo?frames=1500'
 
 test: setup-train lint
-	.venv/bin/python -m pytest -q -n 2 --dist loadgroup
+	.venv/bin/python -m pytest -q -n 2 --dist loadfile
 
 lint: setup-train
 	.venv/bin/ruff check .

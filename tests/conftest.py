@@ -45,15 +45,22 @@ def demo_onnx(tmp_path: Path) -> Path:
     return save_model(tmp_path / "demo.onnx")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(config, items) -> None:
-    """`make test` runs two pytest-xdist workers (``-n 2 --dist loadgroup``): the tests that
-    share the tiny trained and exported models (tests/export, the trainer's) go to one worker,
-    so each of those session fixtures is built once."""
-    for item in items:
-        rel = Path(str(item.path)).relative_to(ROOT / "tests")
-        if rel.parts[0] == "export" or rel.name == "test_train.py":
-            item.add_marker(pytest.mark.xdist_group("torch"))
+@contextlib.contextmanager
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str):
+    """A session fixture's folder, built by one pytest-xdist worker and reused by the others
+    (`make test` runs two): yields (the folder, whether this worker must build it), under a
+    file lock; a build that raises leaves it unbuilt for the next to try."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, shared by its workers
+    path, done = root / name, root / f"{name}.built"
+    with FileLock(f"{path}.lock"):
+        todo = not done.exists()
+        path.mkdir(exist_ok=True)
+        yield path, todo
+        done.touch()
 
 
 @pytest.fixture(scope="session")
@@ -123,8 +130,9 @@ def tiny_actions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     72x96: 12 training and 12 validation videos."""
     from models.synthdata import write_action_dataset  # numpy + OpenCV only
 
-    root = tmp_path_factory.mktemp("actions")
-    write_action_dataset(root, 4, (72, 96), seed=3)
+    with built_once(tmp_path_factory, "actions") as (root, todo):
+        if todo:
+            write_action_dataset(root, 4, (72, 96), seed=3)
     return root
 
 
@@ -181,12 +189,15 @@ class EdgeHF:
 @pytest.fixture(scope="session")
 def tiny_pyramid(tiny_actions: Path, tmp_path_factory: pytest.TempPathFactory):
     """``models.train --recipe pyramid --baseline`` on the tiny actions (64 px, one epoch), as a
-    real subprocess: (the runs folder, the finished process). The trainer's test reads its
+    real subprocess: (the runs folder, what it printed). The trainer's test reads its
     output; the export's test exports its pyramid."""
-    tmp = tmp_path_factory.mktemp("pyramid-train")
-    r = run_module("models.train", "--data", str(tiny_actions), "--recipe", "pyramid",
-                   "--size", "64", "--epochs", "1", "--batch", "8", "--samples-per-clip", "1",
-                   "--name", "pyr", "--baseline", "--out", str(tmp / "runs"),
-                   "--cache", str(tmp / "cache"), timeout=300)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    return tmp / "runs", r
+    with built_once(tmp_path_factory, "pyramid-train") as (tmp, todo):
+        if todo:
+            r = run_module("models.train", "--data", str(tiny_actions), "--recipe", "pyramid",
+                           "--size", "64", "--epochs", "1", "--batch", "8",
+                           "--samples-per-clip", "1", "--name", "pyr", "--baseline",
+                           "--out", str(tmp / "runs"), "--cache", str(tmp / "cache"),
+                           timeout=300)  # fmt: skip
+            assert r.returncode == 0, r.stderr
+            (tmp / "stdout.txt").write_text(r.stdout)
+    return tmp / "runs", (tmp / "stdout.txt").read_text()

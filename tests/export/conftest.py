@@ -13,7 +13,7 @@ import pytest
 for _mod in ("torch", "timm", "onnx", "openvino", "nncf"):
     pytest.importorskip(_mod, reason="export needs the [train] extra (torch, timm, openvino, nncf)")
 
-from tests.conftest import run_module  # noqa: E402
+from tests.conftest import built_once, run_module  # noqa: E402
 
 SIZE = 64
 # --subset-size 100: the tiny model needs no more, and each of --ranges auto's three
@@ -27,11 +27,12 @@ def tiny_ckpt(tiny_actions: Path, tmp_path_factory) -> Path:
     from models.config import parse
     from models.train import train
 
-    tmp = tmp_path_factory.mktemp("train")
-    argv = ["--recipe", "realtime-cpu", "--data", str(tiny_actions), "--size", str(SIZE)]
-    argv += ["--epochs", "2", "--batch", "8", "--samples-per-clip", "2", "--name", "tiny"]
-    argv += ["--out", str(tmp / "runs"), "--cache", str(tmp / "cache")]
-    train(parse(argv))
+    with built_once(tmp_path_factory, "train") as (tmp, todo):
+        if todo:
+            argv = ["--recipe", "realtime-cpu", "--data", str(tiny_actions), "--size", str(SIZE)]
+            argv += ["--epochs", "2", "--batch", "8", "--samples-per-clip", "2", "--name", "tiny"]
+            argv += ["--out", str(tmp / "runs"), "--cache", str(tmp / "cache")]
+            train(parse(argv))
     return tmp / "runs" / "tiny" / "best.pt"
 
 
@@ -42,12 +43,16 @@ def run_export(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="session")
 def exported(tiny_ckpt: Path, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("exported") / "tiny"
-    out.mkdir()
-    (out / "stale.txt").write_text("from an earlier export; --force replaces the folder\n")
-    r = run_export(str(tiny_ckpt), *EXPORT_ARGS, "--out", str(out), "--force", "--repeats", "3")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"wrote {out}"), r.stdout
+    with built_once(tmp_path_factory, "exported") as (tmp, todo):
+        out = tmp / "tiny"
+        if todo:
+            out.mkdir(exist_ok=True)
+            (out / "stale.txt").write_text("from an earlier export; --force replaces the folder\n")
+            r = run_export(
+                str(tiny_ckpt), *EXPORT_ARGS, "--out", str(out), "--force", "--repeats", "3"
+            )
+            assert r.returncode == 0, r.stderr
+            assert r.stdout.startswith(f"wrote {out}"), r.stdout
     return out
 
 

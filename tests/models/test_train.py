@@ -275,8 +275,8 @@ def test_a_scale_that_disagrees_with_frames_is_refused_naming_both():
 def test_the_pyramid_trains_and_its_baselines_with_it(tiny_pyramid):
     """The recipe's pyramid, tiny: it trains and is evaluated like the others, and --baseline
     trains its single scale and T=1 the same way, each reported on one line."""
-    runs, r = tiny_pyramid
-    lines = r.stdout.strip().splitlines()
+    runs, stdout = tiny_pyramid
+    lines = stdout.strip().splitlines()
     assert [ln.split(":")[0] for ln in lines] == ["pyr", "pyr-single", "pyr-t1"]
     assert all("macro-F1" in ln for ln in lines)
     ckpt = torch.load(runs / "pyr" / "best.pt", weights_only=True)
