@@ -26,9 +26,9 @@ bench: setup-train
 
 # Rebuild the embedded demo model: realistic synthetic clips and stories, a second set of clips
 # (its training part only) and still postures (3.5 min), the realtime-cpu recipe from the posture
-# weights (README "Fourteenth round"; 37 min on the 2-core box, 13 of them beside an evaluation:
-# README "Nineteenth round"), then ONNX + OpenVINO INT8 with their report and model card into
-# edge_hf/assets/demo (3-6 min: 1000 calibration hyperframes).
+# weights (README "Fourteenth round"; 17 min on the idle 2-core box, README "Nineteenth round"),
+# then ONNX + OpenVINO INT8 with their report and model card into edge_hf/assets/demo (3-6 min:
+# 1000 calibration hyperframes).
 demo-model: setup-train
 	.venv/bin/python -m models.synthdata runs/demo-data --clips-per-class 100 --train-streams 24 \
 		--stream-minutes 1 --seed 0 --clip-codec mjpeg
