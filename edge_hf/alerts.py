@@ -23,13 +23,18 @@ import numpy as np
 from edge_hf.errors import UsageError
 from edge_hf.spec import Then
 
+# Seconds of video a class stays quiet after an event ends: long enough that one fall never
+# raises two alerts, short enough that a second fall soon after (one getting up and falling
+# again) raises its own (README: Alerts).
+DEFAULT_COOLDOWN = 5.0
+
 
 @dataclass(frozen=True)
 class AlertPolicy:
     thresholds: tuple[tuple[str, float], ...]  # alert class -> threshold
     k: int = 2
     n: int = 3
-    cooldown: float = 10.0  # seconds
+    cooldown: float = DEFAULT_COOLDOWN  # seconds
     then: tuple[Then, ...] = ()
 
     def __post_init__(self) -> None:

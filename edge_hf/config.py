@@ -61,6 +61,7 @@ from edge_hf._values import (  # noqa: F401  (the checks are part of this module
     threads,
     thresholds,
 )
+from edge_hf.alerts import DEFAULT_COOLDOWN
 from edge_hf.credentials import camera_password, env_name, password_on_command_line
 from edge_hf.errors import UsageError
 from edge_hf.redact import mask_url
@@ -89,7 +90,7 @@ CORE: tuple[Option, ...] = (
     Option("model.confirm",  "--confirm",           path,         None,    "two-stage mode: a second model (e.g. a temporal pyramid) that must confirm what --model screens (README: Two-stage alerts)", metavar="MODEL"),
     Option("alerts.screen",  "--screen-threshold",  thresholds,   (),      "two-stage mode: the screening model's score for a class that sends a hyperframe to --confirm (default: 0.5, or the alert threshold if lower); repeatable", "append", "CLASS=P"),
     Option("alerts.k_of_n",  "--k-of-n",            k_of_n,       (2, 3),  "start an alert when K of the last N scores pass", metavar="K/N"),
-    Option("alerts.cooldown", "--cooldown",         cooldown,     10.0,    "seconds of quiet after an alert"),
+    Option("alerts.cooldown", "--cooldown",         cooldown,     DEFAULT_COOLDOWN, "seconds of quiet after an alert ends"),
     Option("alerts.then",    "--then",              then_rules,   None,    "an alert class waits for a pose after it (a fall for lying) for up to SECONDS: CLASS=POSE[:P[:SECONDS]], or none (default: the model's; README: Alerts that wait for a pose); repeatable", "append", "CLASS=POSE"),
     Option("capture.fast",   "--fast",              boolean,      False,   "files and synth: as fast as possible, not at their fps", "bool"),
     Option("capture.loop",   "--loop",              boolean,      False,   "files: start again at the end", "bool"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_hf.alerts import AlertPolicy, Event
+from edge_hf.alerts import DEFAULT_COOLDOWN, AlertPolicy, Event
 from edge_hf.backends import Backend, BackendOptions, load_backend
 from edge_hf.camera import Camera, CameraPlan, CameraSettings
 from edge_hf.capture import CapturePolicy
@@ -48,7 +48,7 @@ class RunConfig:
     thresholds: tuple[tuple[str, float], ...] = ()  # overrides of the spec's defaults
     k: int = 2
     n: int = 3
-    cooldown: float = 10.0
+    cooldown: float = DEFAULT_COOLDOWN
     then: tuple[Then, ...] | None = None  # classes that wait for a pose; None: the model's
     source_opts: SourceOptions = field(default_factory=SourceOptions)
     stall_timeout: float = 10.0

@@ -9,7 +9,7 @@ scenes as ``synth://demo?preset=real`` does (procedural backgrounds: the device 
 photographs). A start counts as a hit when it falls within a fall segment or the 6 frames after
 it (the model sees a fall once it has happened); any other start is a false alert, reported with
 the story label it fell on. The cooldown defaults to 1 s so that each fall can be seen (the
-runtime's own default, 10 s, merges falls that come close together).
+runtime's own default, 5 s, merges falls that come closer together).
 """
 
 from __future__ import annotations

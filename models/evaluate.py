@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_hf._values import then_rules
-from edge_hf.alerts import AlertLogic, AlertPolicy
+from edge_hf.alerts import DEFAULT_COOLDOWN, AlertLogic, AlertPolicy
 from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
 from edge_hf.sources import SourceOptions
@@ -279,8 +279,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     ap.add_argument(
         "--cooldown",
         type=float,
-        default=10.0,
-        help="seconds of quiet after an alert ends (default: 10, the runtime's)",
+        default=DEFAULT_COOLDOWN,
+        help="seconds of quiet after an alert ends (default: %(default)s, the runtime's)",
     )
     ap.add_argument(
         "--then",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_hf.alerts import AlertLogic, AlertPolicy
+from edge_hf.alerts import DEFAULT_COOLDOWN, AlertLogic, AlertPolicy
 from edge_hf.spec import Then
 
 
@@ -19,7 +19,7 @@ class Options:
     thresholds: tuple[tuple[str, float], ...] = ()  # overrides of the spec's
     k: int = 2
     n: int = 3
-    cooldown: float = 10.0  # the runtime's default
+    cooldown: float = DEFAULT_COOLDOWN  # the runtime's
     max_delay: float = 1.0  # seconds after the impact: "in time"
     match: float = 5.0  # seconds after the impact: later starts are false alarms
     target: float = 0.5  # false alarms per hour the recommendation may cost

@@ -26,8 +26,10 @@ def test_run_on_a_clip_prints_fall_events_as_json_lines(fall_clip: Path):
         assert 0.0 <= e["score"] <= 1.0 and e["peak"] >= 0.8 and e["time"].endswith("Z")
     starts = [e for e in events if e["event"] == "start"]
     assert [e["id"] for e in starts] == [e["id"] for e in events if e["event"] == "end"]
-    # the clip (synth demo story, seed 0) has falls at frames 408-424 and 651-667
+    # the clip (synth demo story, seed 0) has falls at frames 408-424 and 651-667: the second,
+    # 9.7 s after the first, raises its own alert under the default cooldown (5 s; 10 s hid it)
     assert any(400 <= e["frame"] <= 430 for e in starts)
+    assert any(651 <= e["frame"] <= 680 for e in starts), starts
     assert "Traceback" not in r.stderr
     assert "porch: 700 frames" in r.stderr
 
