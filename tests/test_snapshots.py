@@ -173,18 +173,19 @@ def test_an_alert_decided_too_late_gets_the_newest_frame_and_still_goes_out(tmp_
     cfg = RunConfig(cameras=(str(numbered),), model=model, snapshots=SnapshotOptions(tmp_path))
     sink = ListSink()
     rt = Runtime(cfg, [sink], threading.Event())
-    infer, stalled = rt.backend.infer, threading.Event()
+    infer, hits = rt.backend.infer, []
 
     def stalling(n=None) -> None:
         infer(n)
-        if rt.batcher.frames[0] == FIRST_HIT + 1 and not stalled.is_set():
-            stalled.set()
-            time.sleep(1.0)  # 25 frames of a 25 fps file go by
+        if rt.batcher.frames[0] >= FIRST_HIT:  # bright from here on: every hyperframe is a hit
+            hits.append(rt.batcher.frames[0])
+            if len(hits) == 2:  # the second hit fires (k=2); a busy CI may have dropped some
+                time.sleep(1.0)  # 25 frames of a 25 fps file go by
 
     rt.backend.infer = stalling
     assert rt.run() == 0
     (ev,) = [e for e in sink.events if e.kind == "start"]
-    assert stalled.is_set() and ev.first == FIRST_HIT and ev.frame == FIRST_HIT + 1
+    assert len(hits) > 2 and (ev.first, ev.frame) == tuple(hits[:2])
     assert rt.cameras[0].capture.keep.late == 1 == rt.cameras[0].counters().snapshots_late
     shown = frame_number(cv2.imread(str(tmp_path / ev.snapshot)))
-    assert shown >= FIRST_HIT + 20  # a second later, not frame 43
+    assert shown >= hits[1] + 19  # a second later, not the centre of the firing hyperframe
