@@ -43,6 +43,7 @@ from models.flips import FlipPlan
 from models.metrics import confusion, summary
 from models.model import HyperframeNet, build
 from models.report import plot_confusion, plot_curves
+from models.stopper import Stopper
 
 log = logging.getLogger("models")
 
@@ -177,7 +178,9 @@ def train(cfg: TrainConfig) -> dict:
     judged = ema.module if ema else model  # the weights validated, kept and tested
     history, start = [], 0
     if cfg.resume and (out / "last.pt").is_file():
-        start, history = resume(out / "last.pt", spec, model, opt, sched, ema)
+        start, history, began = resume(out / "last.pt", spec, model, opt, sched, ema)
+    else:
+        began = start_metrics(cfg.pretrained, model, dl, ds.classes, device)
     stop = Stopper(cfg.patience, cfg.time_limit * 60.0)
     for row in history:
         stop.update(row["epoch"], row["top1"], row["val_loss"])
@@ -207,6 +210,7 @@ def train(cfg: TrainConfig) -> dict:
             "optimizer": opt.state_dict(),
             "scheduler": sched.state_dict(),
             "history": json.dumps(history),
+            "start": json.dumps(began),
             **({"trained": model.state_dict()} if ema else {}),
         }
         torch.save({**state, **resumable}, out / "last.pt")
@@ -217,41 +221,27 @@ def train(cfg: TrainConfig) -> dict:
     log.info("%s: stopped after epoch %d: %s", name, len(history), reason)
     test = held_out_metrics(out / "best.pt", model, dl, ds.classes, device)
     stopped = {"reason": reason, "epochs_run": len(history), "best_epoch": stop.best_epoch}
-    return write_results(out, name, cfg, ds, history, stopped, test, dl.flip)
+    return write_results(out, name, cfg, ds, history, stopped, (began, test), dl.flip)
 
 
-class Stopper:
-    """Chooses the checkpoint (best validation top-1; ties: lower validation loss) and says when
-    to stop: ``patience`` epochs in a row that improve neither the checkpoint nor the validation
-    loss (a plateau), or the time limit."""
-
-    def __init__(self, patience: int, time_limit_s: float) -> None:
-        self.patience, self.time_limit_s, self.t0 = patience, time_limit_s, time.monotonic()
-        self.best = (-1.0, math.inf)  # (top1, val loss) of the checkpoint
-        self.best_epoch, self.min_loss, self.since = 0, math.inf, 0
-
-    def update(self, epoch: int, top1: float, val_loss: float) -> bool:
-        """Record an epoch; True if it is the new checkpoint."""
-        better = top1 > self.best[0] or (top1 == self.best[0] and val_loss < self.best[1])
-        improved = better or val_loss < self.min_loss * (1 - 1e-3)
-        self.min_loss = min(self.min_loss, val_loss)
-        self.since = 0 if improved else self.since + 1
-        if better:
-            self.best, self.best_epoch = (top1, val_loss), epoch
-        return better
-
-    def reason(self, more_epochs: bool) -> str | None:
-        if not more_epochs:
-            return None
-        if self.patience and self.since >= self.patience:
-            return (
-                f"plateau: no validation improvement in {self.since} epochs "
-                f"(best epoch {self.best_epoch})"
-            )
-        minutes = (time.monotonic() - self.t0) / 60.0
-        if self.time_limit_s and minutes * 60.0 >= self.time_limit_s:
-            return f"time limit: {minutes:.1f} of {self.time_limit_s / 60.0:g} minutes used"
+def start_metrics(pretrained: str, model, dl: Loaders, classes, device) -> dict | None:
+    """The starting weights on the validation and test splits when they are an edge-hf checkpoint
+    with these classes (a fine-tune: its head kept), so the run says what its epochs added."""
+    if not pretrained or "://" in pretrained:
         return None
+    state = torch.load(pretrained, map_location="cpu", weights_only=True)
+    spec = state.get("spec") if isinstance(state, dict) else None
+    if not isinstance(spec, str) or HyperframeSpec.from_json(spec).classes != tuple(classes):
+        return None
+    out = {}
+    for split, loader in (("val", dl.val), ("test", dl.test)):
+        if loader is not None:
+            cm, loss = evaluate(model, loader, len(classes), dl.video_level, device)
+            out[split] = {"loss": loss, **summary(cm, classes)}
+    log.info(
+        "starting weights: %s", ", ".join(f"{k} top-1 {v['top1']:.3f}" for k, v in out.items())
+    )
+    return out
 
 
 def held_out_metrics(best: Path, model, dl: Loaders, classes, device) -> dict | None:
@@ -277,9 +267,10 @@ def write_results(
     ds: datasets.Dataset,
     history: list[dict],
     stopped: dict,
-    test: dict | None,
+    tested: tuple[dict | None, dict | None],
     flip: FlipPlan,
 ) -> dict:
+    start, test = tested
     best = next(r for r in history if r["epoch"] == stopped["best_epoch"])
     result = {
         "name": name,
@@ -291,6 +282,7 @@ def write_results(
         "best_top1": best["top1"],
         "test_top1": test["top1"] if test else None,
         "test": test,
+        "start": start,
         "history": history,
     }
     (out / "metrics.json").write_text(json.dumps(result, indent=1))
@@ -333,7 +325,7 @@ def run_epoch(model, loader, steppers, scaler, amp: bool, device, desc: str) -> 
     }
 
 
-def resume(path: Path, spec: HyperframeSpec, model, opt, sched, ema) -> tuple[int, list]:
+def resume(path: Path, spec: HyperframeSpec, model, opt, sched, ema) -> tuple[int, list, dict]:
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     old = HyperframeSpec.from_json(ckpt["spec"])
     if old.classes != spec.classes:
@@ -349,7 +341,7 @@ def resume(path: Path, spec: HyperframeSpec, model, opt, sched, ema) -> tuple[in
         ema.module.load_state_dict(ckpt["model"])
     opt.load_state_dict(ckpt["optimizer"])
     sched.load_state_dict(ckpt["scheduler"])
-    return ckpt["epoch"], json.loads(ckpt["history"])
+    return ckpt["epoch"], json.loads(ckpt["history"]), json.loads(ckpt.get("start", "null"))
 
 
 def _named(cfg: TrainConfig, suffix: str) -> str:
@@ -378,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
             if r["test"] is None
             else (f"test top-1 {r['test_top1']:.3f}, macro-F1 {r['test']['macro_f1']:.3f}")
         )
+        began = (r["start"] or {}).get("test")  # a fine-tune: what its epochs added
+        if began:
+            test += f" (starting weights {began['top1']:.3f})"
         print(
             f"{r['name']}: val top-1 {r['best_top1']:.3f} (epoch {r['stopped']['best_epoch']}), "
             f"{test}; stopped: {r['stopped']['reason']}"

@@ -86,6 +86,22 @@ def test_checkpoint_round_trip(one_epoch: Path, tiny_actions: Path):
         torch.testing.assert_close(net(x), again(x))
 
 
+def test_a_fine_tune_reports_its_starting_weights_on_the_same_splits(
+    one_epoch: Path, tiny_actions: Path, tmp_path: Path
+):
+    """Started from a checkpoint with the same classes (its head kept), a run scores those weights
+    before its first epoch: the first run's own validation and test numbers, to the digit."""
+    first = json.loads((one_epoch / "runs" / "tiny" / "metrics.json").read_text())
+    assert first["start"] is None  # from the posture weights: other classes, no start to score
+    best = one_epoch / "runs" / "tiny" / "best.pt"
+    r = train("--data", str(tiny_actions), "--pretrained", str(best), "--name", "ft", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    m = json.loads((tmp_path / "runs" / "ft" / "metrics.json").read_text())
+    assert m["start"]["val"]["top1"] == first["best_top1"]
+    assert m["start"]["test"]["top1"] == first["test_top1"]
+    assert f"(starting weights {first['test_top1']:.3f})" in r.stdout
+
+
 def test_second_run_decodes_nothing(one_epoch: Path, tiny_actions: Path):
     from models.cache import FrameCache
 
@@ -218,30 +234,6 @@ def test_another_backbone_is_told_how_to_start_from_scratch(tiny_actions: Path, 
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "posture-t1.pt do not fit" in last and "--pretrained '' starts from scratch" in last
     assert not (tmp_path / "runs" / "r18" / "best.pt").exists()
-
-
-@pytest.mark.parametrize(
-    ("rows", "patience", "stops_after", "best"),
-    [
-        # (val top-1, val loss) per epoch
-        ([(0.5, 1.0), (0.6, 0.9), (0.6, 0.9), (0.6, 0.9)], 2, 4, 2),  # plateau after 2 flat epochs
-        ([(0.5, 1.0), (0.6, 0.9), (0.6, 0.8), (0.6, 0.7)], 2, None, 4),  # loss still falling
-        ([(0.5, 1.0), (0.5, 1.0), (0.5, 1.0)], 0, None, 1),  # patience 0: never stops
-        ([(0.9, 0.5), (0.8, 0.6), (0.95, 0.7), (0.9, 0.6)], 1, 2, 3),  # top-1 decides the best
-        ([(0.9, 0.5), (0.9, 0.4), (0.9, 0.45)], 5, None, 2),  # a tie goes to the lower loss
-    ],
-)
-def test_stopper_picks_the_checkpoint_and_detects_the_plateau(rows, patience, stops_after, best):
-    from models.train import Stopper
-
-    s = Stopper(patience, 0.0)
-    stopped = None
-    for epoch, (top1, loss) in enumerate(rows, 1):
-        s.update(epoch, top1, loss)
-        if stopped is None and s.reason(more_epochs=True):
-            stopped = epoch
-    assert stopped == stops_after and s.best_epoch == best
-    assert s.reason(more_epochs=False) is None  # the last epoch is "all epochs run"
 
 
 def test_time_limit_stops_and_says_why(tiny_actions: Path, tmp_path: Path):

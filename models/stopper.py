@@ -1,0 +1,40 @@
+"""When training stops, and which epoch is kept (``models.train``)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+
+class Stopper:
+    """Chooses the checkpoint (best validation top-1; ties: lower validation loss) and says when
+    to stop: ``patience`` epochs in a row that improve neither the checkpoint nor the validation
+    loss (a plateau), or the time limit."""
+
+    def __init__(self, patience: int, time_limit_s: float) -> None:
+        self.patience, self.time_limit_s, self.t0 = patience, time_limit_s, time.monotonic()
+        self.best = (-1.0, math.inf)  # (top1, val loss) of the checkpoint
+        self.best_epoch, self.min_loss, self.since = 0, math.inf, 0
+
+    def update(self, epoch: int, top1: float, val_loss: float) -> bool:
+        """Record an epoch; True if it is the new checkpoint."""
+        better = top1 > self.best[0] or (top1 == self.best[0] and val_loss < self.best[1])
+        improved = better or val_loss < self.min_loss * (1 - 1e-3)
+        self.min_loss = min(self.min_loss, val_loss)
+        self.since = 0 if improved else self.since + 1
+        if better:
+            self.best, self.best_epoch = (top1, val_loss), epoch
+        return better
+
+    def reason(self, more_epochs: bool) -> str | None:
+        if not more_epochs:
+            return None
+        if self.patience and self.since >= self.patience:
+            return (
+                f"plateau: no validation improvement in {self.since} epochs "
+                f"(best epoch {self.best_epoch})"
+            )
+        minutes = (time.monotonic() - self.t0) / 60.0
+        if self.time_limit_s and minutes * 60.0 >= self.time_limit_s:
+            return f"time limit: {minutes:.1f} of {self.time_limit_s / 60.0:g} minutes used"
+        return None

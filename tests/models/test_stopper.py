@@ -1,0 +1,29 @@
+"""Which epoch is kept and when training stops (models.stopper)."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.stopper import Stopper
+
+
+@pytest.mark.parametrize(
+    ("rows", "patience", "stops_after", "best"),
+    [
+        # (val top-1, val loss) per epoch
+        ([(0.5, 1.0), (0.6, 0.9), (0.6, 0.9), (0.6, 0.9)], 2, 4, 2),  # plateau after 2 flat epochs
+        ([(0.5, 1.0), (0.6, 0.9), (0.6, 0.8), (0.6, 0.7)], 2, None, 4),  # loss still falling
+        ([(0.5, 1.0), (0.5, 1.0), (0.5, 1.0)], 0, None, 1),  # patience 0: never stops
+        ([(0.9, 0.5), (0.8, 0.6), (0.95, 0.7), (0.9, 0.6)], 1, 2, 3),  # top-1 decides the best
+        ([(0.9, 0.5), (0.9, 0.4), (0.9, 0.45)], 5, None, 2),  # a tie goes to the lower loss
+    ],
+)
+def test_stopper_picks_the_checkpoint_and_detects_the_plateau(rows, patience, stops_after, best):
+    s = Stopper(patience, 0.0)
+    stopped = None
+    for epoch, (top1, loss) in enumerate(rows, 1):
+        s.update(epoch, top1, loss)
+        if stopped is None and s.reason(more_epochs=True):
+            stopped = epoch
+    assert stopped == stops_after and s.best_epoch == best
+    assert s.reason(more_epochs=False) is None  # the last epoch is "all epochs run"
