@@ -221,7 +221,7 @@ def train(cfg: TrainConfig) -> dict:
     log.info("%s: stopped after epoch %d: %s", name, len(history), reason)
     test = held_out_metrics(out / "best.pt", model, dl, ds.classes, device)
     stopped = {"reason": reason, "epochs_run": len(history), "best_epoch": stop.best_epoch}
-    return write_results(out, name, cfg, ds, history, stopped, (began, test), dl.flip)
+    return write_results(out, name, cfg, ds, history, stopped, test, began, dl.flip)
 
 
 def start_metrics(pretrained: str, model, dl: Loaders, classes, device) -> dict | None:
@@ -233,11 +233,11 @@ def start_metrics(pretrained: str, model, dl: Loaders, classes, device) -> dict 
     spec = state.get("spec") if isinstance(state, dict) else None
     if not isinstance(spec, str) or HyperframeSpec.from_json(spec).classes != tuple(classes):
         return None
-    out = {}
-    for split, loader in (("val", dl.val), ("test", dl.test)):
-        if loader is not None:
-            cm, loss = evaluate(model, loader, len(classes), dl.video_level, device)
-            out[split] = {"loss": loss, **summary(cm, classes)}
+    out = {
+        split: split_metrics(model, loader, dl, classes, device)
+        for split, loader in (("val", dl.val), ("test", dl.test))
+        if loader is not None
+    }
     log.info(
         "starting weights: %s", ", ".join(f"{k} top-1 {v['top1']:.3f}" for k, v in out.items())
     )
@@ -250,7 +250,12 @@ def held_out_metrics(best: Path, model, dl: Loaders, classes, device) -> dict | 
         log.warning("no test videos: the test split is empty, so no test metrics")
         return None
     model.load_state_dict(torch.load(best, map_location=device, weights_only=True)["model"])
-    cm, loss = evaluate(model, dl.test, len(classes), dl.video_level, device)
+    return split_metrics(model, dl.test, dl, classes, device)
+
+
+def split_metrics(model, loader: DataLoader, dl: Loaders, classes, device) -> dict:
+    """Loss and ``summary`` of one evaluation split (videos or windows, as ``dl`` says)."""
+    cm, loss = evaluate(model, loader, len(classes), dl.video_level, device)
     return {"loss": loss, **summary(cm, classes)}
 
 
@@ -267,10 +272,10 @@ def write_results(
     ds: datasets.Dataset,
     history: list[dict],
     stopped: dict,
-    tested: tuple[dict | None, dict | None],
+    test: dict | None,
+    start: dict | None,
     flip: FlipPlan,
 ) -> dict:
-    start, test = tested
     best = next(r for r in history if r["epoch"] == stopped["best_epoch"])
     result = {
         "name": name,
@@ -325,7 +330,9 @@ def run_epoch(model, loader, steppers, scaler, amp: bool, device, desc: str) -> 
     }
 
 
-def resume(path: Path, spec: HyperframeSpec, model, opt, sched, ema) -> tuple[int, list, dict]:
+def resume(
+    path: Path, spec: HyperframeSpec, model, opt, sched, ema
+) -> tuple[int, list, dict | None]:
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     old = HyperframeSpec.from_json(ckpt["spec"])
     if old.classes != spec.classes:
