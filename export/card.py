@@ -79,8 +79,8 @@ def _wait_lines(w: dict | None) -> list[str]:
     if not w:
         return []
     return ["", f"The wait ({w['rule']}) was chosen on {w['videos']} validation videos: "
-                f"{w['threshold']:g} within {w['within']:g} s, {w['why']} (every pair tried: "
-                "report.json, export.wait.grid)."]  # fmt: skip
+                f"{w['threshold']:g} within {w['within']:g} s, {w['why']} (falls in time and "
+                "false alerts at each threshold: report.json, export.wait.grid)."]  # fmt: skip
 
 
 def card_lines(r: dict) -> list[str]:

@@ -2,31 +2,34 @@
 
 A model with a ``lying`` class alerts on a fall only once lying follows it (export.checkpoint.
 with_then). How high lying scores after a fall depends on the model: trained from scratch about
-0.25, from the posture weights about 0.8 (README: Eighth round), so no one value suits both: 0.2
-lets the second raise twice the false alarms it needs to, 0.5 makes the first miss most falls.
-And a fall is followed by lying at once, a stumble or a get-up only later, if at all: the shorter
-the wait, the fewer of those alert. The export chooses both: every validation video with frame
-labels goes through the runtime (the exported ONNX file: its sampler, backend and activation), and
-the runtime's own alert logic is replayed (models.events) at each threshold of ``GRID`` and each
-wait of ``WITHIN``. Of the pairs that still alert in time on at least ``KEEP`` of the falls the
-loosest pair does, the one with the fewest false alerts wins (ties: more falls in time, the higher
-threshold, the shorter wait).
+0.25, from the posture weights about 0.9 (README: Eighth round), so no one threshold suits both.
+The export reads it off the model: every validation video with frame labels goes through the
+runtime (the exported ONNX file: its sampler, backend and activation), each labelled fall's
+lying peak is read from its impact to ``HORIZON`` seconds after, and the threshold is the
+highest of ``GRID`` no more than ``SHARE`` of their median. The wait is ``SECONDS``: on nine
+models' streams every longer wait raised more false alarms per fall it added (README: Twenty-
+third round). Counting validation falls and false alerts per pair, as this module did before,
+did worse over those nine than any one fixed pair: 18 validation falls and a handful of false
+alerts say too little. The report keeps those counts at each threshold of ``GRID``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from edge_hf.spec import HyperframeSpec, Then
 from models.data import Video
 from models.events import Options, Stream, match, runs, starts, sweep, with_wait
 
 GRID = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)  # the pose's threshold
-WITHIN = (0.4, 0.6, 0.8, 1.0)  # seconds
-KEEP = 0.9  # of the falls the loosest pair alerts on in time
+SECONDS = 0.4  # the wait the export writes
+SHARE = 0.4  # of the median lying peak after a validation fall
+HORIZON = 1.0  # seconds after a fall's impact where its lying peak is read
 MIN_FALLS = 8  # fewer validation falls than this say too little: Then's defaults stay
+WITHIN = (0.4, 0.6, 0.8, 1.0)  # seconds: the waits models.evaluate tries beside a model's own
 
 
 def segments(labels: tuple[int, ...], classes: tuple[str, ...]) -> tuple[tuple[int, int, str], ...]:
@@ -57,21 +60,30 @@ def count(s: list[Stream], spec: HyperframeSpec, then: Then, opts: Options) -> t
     return caught, false
 
 
-def choose(rows: dict[tuple[float, float], tuple[int, int]], falls: int):
-    """((threshold, within), why) from (falls in time, false alerts) per pair of GRID x WITHIN."""
-    loose = (GRID[0], WITHIN[-1])
-    if falls < MIN_FALLS:
-        return (
-            GRID[0],
-            Then.within,
-        ), f"{falls} validation falls (fewer than {MIN_FALLS}): defaults"
-    need = math.ceil(KEEP * rows[loose][0])
-    ok = [p for p, (caught, _) in rows.items() if caught >= need]
-    best = min(ok, key=lambda p: (rows[p][1], -rows[p][0], -p[0], p[1]))
-    return best, (
-        f"the fewest false alerts ({rows[best][1]}, against {rows[loose][1]} at {loose[0]} within "
-        f"{loose[1]:g} s) alerting in time on at least {KEEP:.0%} of the {rows[loose][0]} of "
-        f"{falls} validation falls that the loosest wait does ({rows[best][0]})"
+def lying_peaks(s: list[Stream], rule: Then) -> list[float]:
+    """Each labelled ``rule.cls`` event's highest ``rule.pose`` score from its impact to
+    ``HORIZON`` seconds after (events with no hyperframe there are left out)."""
+    out = []
+    for st in s:
+        column = st.classes.index(rule.pose)
+        for _, impact in st.events[rule.cls]:
+            sel = (st.anchors > impact) & (st.anchors <= impact + round(HORIZON * st.fps))
+            if sel.any():
+                out.append(float(st.probs[sel, column].max()))
+    return out
+
+
+def choose(peaks: list[float]) -> tuple[float, float, str]:
+    """(threshold, seconds, why) from the validation falls' lying peaks."""
+    if len(peaks) < MIN_FALLS:
+        why = f"{len(peaks)} validation falls (fewer than {MIN_FALLS}): defaults"
+        return Then.threshold, Then.within, why
+    median = float(np.median(peaks))
+    threshold = max((g for g in GRID if g <= SHARE * median + 1e-9), default=GRID[0])
+    return threshold, SECONDS, (
+        f"lying peaks at {median:.2f} (median) within {HORIZON:g} s of the impact of "
+        f"{len(peaks)} validation falls: the highest of {GRID[0]:g}-{GRID[-1]:g} no more than "
+        f"{SHARE:.0%} of it"
     )
 
 
@@ -80,33 +92,26 @@ def choose_wait(
 ) -> tuple[HyperframeSpec, dict]:
     """The spec with its (one) wait chosen on ``videos``, and what the report says of it."""
     (rule,) = spec.alert_then
-    opts = Options()
     s = streams(model, videos, classes)
-    falls = sum(len(st.events[rule.cls]) for st in s)
-    rows = {
-        (g, w): count(s, spec, replace(rule, threshold=g, within=w), opts)
-        for g in GRID
-        for w in WITHIN
-    }
-    (wait, within), why = choose(rows, falls)
-    chosen = replace(spec, alert_then=(replace(rule, threshold=wait, within=within),))
+    peaks = lying_peaks(s, rule)
+    threshold, within, why = choose(peaks)
+    chosen = replace(spec, alert_then=(replace(rule, threshold=threshold, within=within),))
+    grid = [(g, count(s, spec, replace(rule, threshold=g, within=within), Options())) for g in GRID]
     return chosen, {
         "rule": f"{rule.cls} then {rule.pose}",
-        "threshold": wait,
+        "threshold": threshold,
         "within": within,
         "why": why,
-        "falls": falls,
+        "falls": sum(len(st.events[rule.cls]) for st in s),
         "videos": len(s),
-        "grid": [
-            {"threshold": g, "within": w, "in_time": c, "false": f}
-            for (g, w), (c, f) in rows.items()
-        ],
+        "lying_median": round(float(np.median(peaks)), 4) if peaks else None,
+        "grid": [{"threshold": g, "within": within, "in_time": c, "false": f} for g, (c, f) in grid],
     }
 
 
 def other_waits(streams: list[Stream], column: int, cls: str, thresholds, opts: Options):
     """For a class that waits for a pose: ``models.events.sweep`` over ``thresholds`` at the
-    runtime's k-of-n for every other wait this module could choose (GRID x WITHIN), so
+    runtime's k-of-n for every other wait of GRID x WITHIN (the export writes only SECONDS), so
     ``models.evaluate``'s recommended point may change the wait as well as the threshold; for
     any other class, nothing."""
     rule = opts.then_of(cls)
