@@ -208,7 +208,7 @@ def test_a_recipe_starts_from_weights_beside_it_unless_told_otherwise(tmp_path: 
     """realtime-cpu starts from the shipped posture weights, found from any working folder;
     --pretrained '' starts from scratch; a recipe's relative path is relative to the recipe."""
     cfg = parse(["--recipe", "realtime-cpu", "--data", "x"])
-    assert Path(cfg.pretrained).is_file() and cfg.pretrained.endswith("weights/posture-t1.pt")
+    assert Path(cfg.pretrained).is_file() and cfg.pretrained.endswith("weights/posture-ft7.pt")
     assert parse(["--recipe", "realtime-cpu", "--data", "x", "--pretrained", ""]).pretrained == ""
     (tmp_path / "w.pt").write_bytes(b"")
     (tmp_path / "mine.toml").write_text('pretrained = "w.pt"\n')
@@ -232,7 +232,7 @@ def test_another_backbone_is_told_how_to_start_from_scratch(tiny_actions: Path, 
     r = train("--data", str(tiny_actions), "--arch", "resnet18", "--name", "r18", tmp=tmp_path)
     last = r.stderr.strip().splitlines()[-1]
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "posture-t1.pt do not fit" in last and "--pretrained '' starts from scratch" in last
+    assert "posture-ft7.pt do not fit" in last and "--pretrained '' starts from scratch" in last
     assert not (tmp_path / "runs" / "r18" / "best.pt").exists()
 
 
