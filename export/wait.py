@@ -80,10 +80,14 @@ def choose(peaks: list[float]) -> tuple[float, float, str]:
         return Then.threshold, Then.within, why
     median = float(np.median(peaks))
     threshold = max((g for g in GRID if g <= SHARE * median + 1e-9), default=GRID[0])
-    return threshold, SECONDS, (
-        f"lying peaks at {median:.2f} (median) within {HORIZON:g} s of the impact of "
-        f"{len(peaks)} validation falls: the highest of {GRID[0]:g}-{GRID[-1]:g} no more than "
-        f"{SHARE:.0%} of it"
+    return (
+        threshold,
+        SECONDS,
+        (
+            f"lying peaks at {median:.2f} (median) within {HORIZON:g} s of the impact of "
+            f"{len(peaks)} validation falls: the highest of {GRID[0]:g}-{GRID[-1]:g} no more than "
+            f"{SHARE:.0%} of it"
+        ),
     )
 
 
@@ -105,7 +109,9 @@ def choose_wait(
         "falls": sum(len(st.events[rule.cls]) for st in s),
         "videos": len(s),
         "lying_median": round(float(np.median(peaks)), 4) if peaks else None,
-        "grid": [{"threshold": g, "within": within, "in_time": c, "false": f} for g, (c, f) in grid],
+        "grid": [
+            {"threshold": g, "within": within, "in_time": c, "false": f} for g, (c, f) in grid
+        ],
     }
 
 

@@ -12,8 +12,17 @@ import pytest
 from edge_hf import synth
 from edge_hf.spec import Then
 from export.wait import (
-    GRID, MIN_FALLS, SECONDS, SHARE, WITHIN, choose, choose_wait, count, lying_peaks, segments,
-)  # fmt: skip
+    GRID,
+    MIN_FALLS,
+    SECONDS,
+    SHARE,
+    WITHIN,
+    choose,
+    choose_wait,
+    count,
+    lying_peaks,
+    segments,
+)
 from models.data import Video
 from models.events import Options, Stream
 from tests.conftest import save_model
