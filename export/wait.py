@@ -6,11 +6,11 @@ with_then). How high lying scores after a fall depends on the model: trained fro
 The export reads it off the model: every validation video with frame labels goes through the
 runtime (the exported ONNX file: its sampler, backend and activation), each labelled fall's
 lying peak is read from its impact to ``HORIZON`` seconds after, and the threshold is the
-highest of ``GRID`` no more than ``SHARE`` of their median. The wait is ``SECONDS``: on nine
-models' streams every longer wait raised more false alarms per fall it added (README: Twenty-
+highest of ``GRID`` no more than ``SHARE`` of their median. The wait is ``SECONDS``: on eight
+models' streams a longer wait bought a few falls for many more false alarms (README: Twenty-
 third round). Counting validation falls and false alerts per pair, as this module did before,
-did worse over those nine than any one fixed pair: 18 validation falls and a handful of false
-alerts say too little. The report keeps those counts at each threshold of ``GRID``.
+did no better over those eight than one fixed pair for all: 18 validation falls and a handful of
+false alerts say too little. The report keeps those counts at each threshold of ``GRID``.
 """
 
 from __future__ import annotations
