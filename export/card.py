@@ -255,5 +255,24 @@ def data_lines(r: dict, data: dict) -> list[str]:
         + (f", accuracy control with max drop {q['max_drop']}" if q["max_drop"] else "")
         + (f", kept in float: {', '.join(q['keep_float'])}" if q.get("keep_float") else "")
         + (f", overflow fix: {q['overflow_fix']}" if q.get("overflow_fix") else "")
-        + ".",
+        + "."
+        + _in_float(q),
     ]
+
+
+def _in_float(q: dict) -> str:
+    """The float layers by name and what they cost in latency (export.floatops)."""
+    f = q.get("in_float")
+    if not f or not f["layers"]:
+        return ""
+    text = f" In float: {len(f['layers'])} of {f['of']} layers ({', '.join(f['layers'])})"
+    if q["max_drop"]:
+        reverted = f["by_accuracy_control"]
+        text += "; accuracy control added " + (", ".join(reverted) if reverted else "none")
+    ms = f.get("latency_ms", {}).get("batch1")
+    if ms:
+        text += (
+            f". OpenVINO batch-1 latency {ms['shipped']:.3f} ms against {ms['all_int8']:.3f} ms "
+            f"with every layer in INT8 (x{ms['shipped'] / ms['all_int8']:.2f})"
+        )
+    return text + "."

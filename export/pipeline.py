@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from edge_hf.spec import HyperframeSpec, Then
-from export import measure, ranges
+from export import floatops, measure, ranges
 from export.card import environment, write_card, write_report
 from export.checkpoint import Checkpoint, load_checkpoint, with_then, with_thresholds
 from export.data import EvalData, load_data
 from export.errors import DataError, OutputError
 from export.formats import BY_NAME, Format, needed
-from export.quantize import QuantOptions, quantize
+from export.quantize import QuantOptions, float_layers, quantize
 from export.to_onnx import OPSET, backbone_of, export_onnx
 from export.to_openvino import convert, save
 from export.wait import choose_wait
@@ -87,6 +87,8 @@ class Built:
     logits: dict[str, np.ndarray] = field(default_factory=dict)
     parity: dict[str, dict] = field(default_factory=dict)
     ranges: dict | None = None  # --ranges auto: each candidate's judgement and the choice
+    in_float: dict | None = None  # INT8: the layers left in float (export.floatops)
+    all_int8: Path | None = None  # INT8 with no layer left in float: their cost in latency
 
 
 def build(
@@ -126,6 +128,7 @@ def build(
                 "max_drop": opts.quant.max_drop,
                 "keep_float": list(opts.quant.keep_float),
                 "overflow_fix": opts.quant.overflow_fix,
+                "in_float": built.in_float,
             },
             "parity_tolerance": measure.PARITY_TOL,
             "shipped": [f.name for f in opts.formats],
@@ -167,7 +170,21 @@ def write_formats(
         int8, b.ranges = quantized(ov_model, spec, data, opts.quant, b.files["onnx"])
         save(int8, spec, b.files["openvino-int8"])
         written("openvino-int8", None, "")  # judged by its accuracy, not by parity
+        _in_float(b, ckpt, spec, data, opts.quant, ov_model, int8)
     return b
+
+
+def _in_float(b: Built, ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData,
+              quant: QuantOptions, ov_model: Any, int8: Any) -> None:  # fmt: skip
+    """Name the INT8 model's float layers and, if there are any, build the same model with
+    every layer quantized (same ranges, no accuracy control) for the latency comparison."""
+    b.in_float = floatops.summary(int8, ckpt.net, float_layers(ov_model, quant.keep_float))
+    if not b.in_float["layers"]:
+        return
+    chosen = b.ranges["chosen"] if b.ranges else quant.ranges
+    every = replace(quant, ranges=chosen, max_drop=None, keep_float=())
+    b.all_int8 = b.files["openvino-int8"].with_name("int8-all.xml")  # staging only
+    save(quantize(ov_model.clone(), data, every), spec, b.all_int8)
 
 
 def quantized(
@@ -233,9 +250,18 @@ def _latency(rows: dict, b: Built, ckpt: Checkpoint, data: EvalData, repeats: in
             rows[name]["engine"] = {
                 k: v for k, v in engine.items() if k not in ("inputs", "outputs")
             }
+            if name == "openvino-int8" and b.all_int8 is not None:
+                steps["all-int8", batch], _ = measure.backend_step(
+                    b.all_int8, xb, len(ckpt.spec.classes)
+                )
     ms = measure.interleaved_ms(steps, repeats)
     for name, row in rows.items():
         row["latency_ms"] = {batch: ms[name, batch] for batch in batches}
+    if b.all_int8 is not None:  # what the float layers cost: the shipped INT8 against all-INT8
+        b.in_float["latency_ms"] = {
+            batch: {"shipped": ms["openvino-int8", batch], "all_int8": ms["all-int8", batch]}
+            for batch in batches
+        }
 
 
 def _drop(fp32: dict, int8: dict) -> dict:

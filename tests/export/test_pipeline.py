@@ -148,6 +148,12 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
     assert report["data"]["test_videos"] == 12 and report["data"]["train_videos"] == 9
     q = dict(report["export"]["quantization"])
     choice = q.pop("range_choice")  # --ranges auto: every candidate judged, the best kept
+    floats = q.pop("in_float")  # the default's float groups, by their module names, and cost
+    assert floats["of"] == 54 and floats["by_accuracy_control"] == []
+    assert len(floats["layers"]) == 20 and floats["layers"][-2:] == ["conv_head", "classifier"]
+    for batch in ("batch1", "batch8"):
+        assert set(floats["latency_ms"][batch]) == {"shipped", "all_int8"}
+        assert floats["latency_ms"][batch]["shipped"] == rows["openvino-int8"]["latency_ms"][batch]
     assert set(choice["candidates"]) == set(CANDIDATES) and choice["on"].startswith("validation")
     assert choice["chosen"] == best(choice["candidates"])
     assert q == {
@@ -165,6 +171,8 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
         assert label in card
     assert "fall ≥ 0.9" in card and json.dumps(report)  # serialisable
     assert f"activation ranges {choice['chosen']} (chosen by alert agreement with FP32" in card
+    assert "In float: 20 of 54 layers (blocks.0.0.se.conv_reduce, " in card
+    assert "with every layer in INT8" in card and "accuracy control added" not in card
     agreement = rows["openvino-int8"]["alert_agreement"]  # on the test split, not the choice's
     assert 0 <= agreement <= 1 and f"its alerts agree with FP32's at {agreement:.2f}" in card
 
