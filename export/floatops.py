@@ -6,14 +6,27 @@ and NNCF only logs the second, so this reads the quantized graph itself: a convo
 matrix multiply runs in INT8 when its weights come from a FakeQuantize or from an 8-bit (or
 4-bit) constant; otherwise it is float. The names are OpenVINO's (opaque, from the ONNX export),
 mapped to the trained network's modules by order and weight count when the two agree.
+
+    python -m export.floatops MODEL-INT8.xml
+
+prints the float layers of an INT8 file (module names when the export's ``report.json`` lies
+beside it: the network is rebuilt from its architecture, no weights needed). Exit codes: 0 done,
+2 bad usage, 3 the model file is missing or not an OpenVINO IR.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
+import sys
+from pathlib import Path
 from typing import Any
 
 import openvino as ov
+
+from edge_hf.backends.openvino import read_model
+from edge_hf.errors import ModelError
 
 COMPUTE = ("Convolution", "GroupConvolution", "MatMul")
 # what lies between a weight constant and its layer: decompression, zero point, layout
@@ -101,3 +114,51 @@ def summary(model: ov.Model, net: Any, ignored: list[str]) -> dict:
         "by_accuracy_control": [names.get(n, n) for n in floats if n not in set(ignored)],
         "of": len(layers(model)),
     }
+
+
+def _names_beside(path: Path, model: ov.Model) -> dict[str, str]:
+    """Module names from the network the export's report.json beside ``path`` describes."""
+    try:
+        report = json.loads((path.parent / "report.json").read_text())
+        config, spec = report["checkpoint"]["config"], report["spec"]
+        from models.model import build
+
+        net = build(
+            config["arch"],
+            spec["frames"],
+            len(spec["classes"]),
+            stem_bn=bool(config.get("stem_bn")),
+            size=tuple(spec["size"]),
+            input_mode=config.get("input_mode", "frames"),
+            scales=max(1, len(spec.get("scales", []))),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return torch_names(model, net)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m export.floatops", description="The layers of an INT8 model left in float."
+    )
+    ap.add_argument("model", type=Path, help="an OpenVINO IR (.xml), e.g. model-int8.xml")
+    path = ap.parse_args(argv).model
+    try:
+        if path.suffix.lower() != ".xml":
+            raise ModelError(f"{path}: expected an OpenVINO IR (.xml), found {path.suffix!r}")
+        if not path.is_file():
+            raise ModelError(f"{path}: no such file")
+        model = read_model(path)
+    except ModelError as e:
+        print(f"export.floatops: error: {e}; pass the model-int8.xml an export wrote",
+              file=sys.stderr)  # fmt: skip
+        return 3
+    names, floats = _names_beside(path, model), in_float(model)
+    print(f"{path}: {len(floats)} of {len(layers(model))} layers in float")
+    for name in floats:
+        print(f"  {names.get(name, name)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,21 +28,9 @@ class OvBackend:
     name = "openvino"
 
     def __init__(self, path: Path, opts: BackendOptions) -> None:
-        require_file(path)
-        if path.suffix == ".xml" and not path.with_suffix(".bin").is_file():
-            raise ModelError(
-                f"{path}: its weights file {path.with_suffix('.bin')} is missing; "
-                "copy the .xml and .bin together"
-            )
         self.path = path
-        if path.suffix == ".xml":
-            _require_ir(path)
+        model = read_model(path)
         core = ov.Core()
-        try:
-            with _stderr_kept_unless_failed():
-                model = core.read_model(str(path))
-        except Exception as e:  # OpenVINO raises RuntimeError subclasses with long traces
-            raise ModelError(f"{path}: not a loadable OpenVINO/ONNX model ({reason(e)})") from None
         try:
             self.spec = spec_from_openvino(model, str(path))
         except SpecError as e:
@@ -125,6 +113,24 @@ class OvBackend:
         # thread and waits for it to wake, which on a busy box doubled the paced p50 (bench/).
         # The price is a small results dict per call (views of the bound output, no copies).
         self.request.infer(share_outputs=True)
+
+
+def read_model(path: Path) -> Any:
+    """An OpenVINO IR (.xml with its .bin) or ONNX file as an ``ov.Model``; anything else is a
+    ModelError saying what is wrong with it."""
+    require_file(path)
+    if path.suffix == ".xml" and not path.with_suffix(".bin").is_file():
+        raise ModelError(
+            f"{path}: its weights file {path.with_suffix('.bin')} is missing; "
+            "copy the .xml and .bin together"
+        )
+    if path.suffix == ".xml":
+        _require_ir(path)
+    try:
+        with _stderr_kept_unless_failed():
+            return ov.Core().read_model(str(path))
+    except Exception as e:  # OpenVINO raises RuntimeError subclasses with long traces
+        raise ModelError(f"{path}: not a loadable OpenVINO/ONNX model ({reason(e)})") from None
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ import torch
 from edge_hf.runtime import DEMO_MODEL
 from export import floatops
 from export.quantize import float_layers
+from tests.conftest import run_module
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +75,31 @@ def test_names_stay_openvino_s_when_the_network_does_not_line_up(mobilenet: ov.M
     assert floatops.torch_names(mobilenet, other) == {}
     s = floatops.summary(mobilenet, other, [])
     assert s["layers"] == floatops.in_float(mobilenet) and s["layers"][0].startswith("node_")
+
+
+def test_the_command_names_the_shipped_int8_s_float_layers(net: torch.nn.Module):
+    r = run_module("export.floatops", str(DEMO_MODEL))
+    assert r.returncode == 0, r.stderr
+    head, *named = r.stdout.splitlines()
+    assert head == f"{DEMO_MODEL}: {len(named)} of 54 layers in float"
+    modules = {name for name, _ in net.named_modules()}
+    names = [n.strip() for n in named]
+    assert set(names) <= modules  # by the report's architecture: module names, not OpenVINO's
+    # the export's default groups at least (squeeze-excite and head), and whatever else it kept
+    assert {n for n in modules if ".se.conv_" in n} | {"conv_head", "classifier"} <= set(names)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("gone.xml", "gone.xml: no such file"),
+        ("model.onnx", "expected an OpenVINO IR (.xml), found '.onnx'"),
+        ("lonely.xml", "its weights file"),
+    ],
+)
+def test_a_file_that_is_not_an_int8_ir_is_one_line_and_exit_3(tmp_path, name, message):
+    (tmp_path / "model.onnx").write_bytes(DEMO_MODEL.with_name("model.onnx").read_bytes())
+    (tmp_path / "lonely.xml").write_text("<net></net>\n")
+    r = run_module("export.floatops", str(tmp_path / name))
+    assert r.returncode == 3 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and message in r.stderr and "Traceback" not in r.stderr
