@@ -64,6 +64,7 @@ def layers(model: ov.Model) -> list[Any]:
 
 
 def is_int8(op: Any) -> bool:
+    """Whether ``op``'s weights are quantized (FakeQuantize, or an 8- or 4-bit constant)."""
     src = _root(_weights(op).get_source_output().get_node())
     if src.get_type_name() == "FakeQuantize":
         return True
@@ -132,7 +133,7 @@ def _names_beside(path: Path, model: ov.Model) -> dict[str, str]:
             input_mode=config.get("input_mode", "frames"),
             scales=max(1, len(spec.get("scales", []))),
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError):  # no report, or not ours
         return {}
     return torch_names(model, net)
 
