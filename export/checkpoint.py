@@ -29,6 +29,20 @@ class Checkpoint:
     net: HyperframeNet  # folded (input scaling inside conv1), eval mode
 
 
+def network(spec: HyperframeSpec, config: dict[str, Any]) -> HyperframeNet:
+    """The untrained network a checkpoint (or an export's report) of this spec and training
+    config describes."""
+    return build(
+        config["arch"],
+        spec.frames,
+        len(spec.classes),
+        stem_bn=bool(config.get("stem_bn")),
+        size=spec.size,
+        input_mode=config.get("input_mode", "frames"),
+        scales=len(spec.inputs),
+    )
+
+
 def load_checkpoint(path: Path) -> Checkpoint:
     state = _read(path)
     if not isinstance(state, dict) or not set(KEYS) <= set(state):
@@ -46,15 +60,7 @@ def load_checkpoint(path: Path) -> Checkpoint:
         arch = config["arch"]
     except (TypeError, ValueError, KeyError):
         raise CheckpointError(f"{path}: its training config is unreadable; {FIX}") from None
-    net = build(
-        arch,
-        spec.frames,
-        len(spec.classes),
-        stem_bn=bool(config.get("stem_bn")),
-        size=spec.size,
-        input_mode=config.get("input_mode", "frames"),
-        scales=len(spec.inputs),
-    )
+    net = network(spec, config)
     try:
         net.load_state_dict(state["model"])
     except (RuntimeError, TypeError, AttributeError) as e:

@@ -26,7 +26,7 @@ from typing import Any
 import openvino as ov
 
 from edge_hf.backends.openvino import read_model
-from edge_hf.errors import ModelError
+from edge_hf.errors import ModelError, SpecError
 
 COMPUTE = ("Convolution", "GroupConvolution", "MatMul")
 # what lies between a weight constant and its layer: decompression, zero point, layout
@@ -108,12 +108,12 @@ def _common_prefix(names: list[str]) -> str:
 def summary(model: ov.Model, net: Any, ignored: list[str]) -> dict:
     """What the report says: every float layer by name, which came from the ignored scope
     (``--keep-float``) and which from accuracy control, of how many layers in all."""
-    names = torch_names(model, net)
-    floats = in_float(model)
+    names, ops = torch_names(model, net), layers(model)
+    floats = [op.get_friendly_name() for op in ops if not is_int8(op)]
     return {
         "layers": [names.get(n, n) for n in floats],
         "by_accuracy_control": [names.get(n, n) for n in floats if n not in set(ignored)],
-        "of": len(layers(model)),
+        "of": len(ops),
     }
 
 
@@ -121,19 +121,12 @@ def _names_beside(path: Path, model: ov.Model) -> dict[str, str]:
     """Module names from the network the export's report.json beside ``path`` describes."""
     try:
         report = json.loads((path.parent / "report.json").read_text())
-        config, spec = report["checkpoint"]["config"], report["spec"]
-        from models.model import build
+        from edge_hf.spec import HyperframeSpec
+        from export.checkpoint import network
 
-        net = build(
-            config["arch"],
-            spec["frames"],
-            len(spec["classes"]),
-            stem_bn=bool(config.get("stem_bn")),
-            size=tuple(spec["size"]),
-            input_mode=config.get("input_mode", "frames"),
-            scales=max(1, len(spec.get("scales", []))),
-        )
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError):  # no report, or not ours
+        spec = HyperframeSpec.from_dict(report["spec"])
+        net = network(spec, report["checkpoint"]["config"])
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, SpecError):  # none, not ours
         return {}
     return torch_names(model, net)
 
