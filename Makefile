@@ -39,7 +39,8 @@ demo-model: setup-train
 		--as lying=lying:1500,stand=other:100,sitting=other:100,crouch=other:100,arm=hold:100
 	.venv/bin/python -m models.train --recipe realtime-cpu --data runs/demo-data \
 		--more-data runs/demo-data/train-streams runs/demo-poses:1 runs/demo-extra:1 \
-		--samples-per-clip 6 --epochs 20 --seed 1 --name demo --out runs --cache runs/demo-cache
+		--samples-per-clip 6 --epochs 20 --seed 0 --name demo --out runs --cache runs/demo-cache \
+		--pretrained models/weights/posture-ft8.pt
 	.venv/bin/python -m export runs/demo/best.pt --formats onnx,openvino-int8 --max-drop 0.01 \
 		--out edge_hf/assets/demo --force
 

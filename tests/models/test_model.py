@@ -137,10 +137,11 @@ def test_a_single_frame_edge_hf_checkpoint_starts_a_hyperframe_model(tmp_path, m
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["posture-t1.pt", "posture-ft7.pt"])
+@pytest.mark.parametrize("name", ["posture-t1.pt", "posture-ft7.pt", "posture-ft8.pt"])
 def test_the_shipped_posture_weights_start_the_realtime_model(name: str):
-    """models/weights/posture-*.pt (README: Eighth and Twenty-second rounds) start the realtime
-    recipe's model, T=3 with diff input and any classes: its stem sees the centre frame only."""
+    """models/weights/posture-*.pt (README: Eighth, Twenty-second, Twenty-fourth rounds) start
+    the realtime recipe's model, T=3 with diff input and any classes: its stem sees the centre
+    frame only."""
     path = Path(__file__).parents[2] / "models" / "weights" / name
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     stem = ckpt["model"]["backbone.conv_stem.weight"]
