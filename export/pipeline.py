@@ -108,7 +108,7 @@ def build(
     adapter = None  # a pyramid's first conv sees every scale at once: nothing to compare alone
     if len(spec.inputs) == 1:
         backbone = folder / "backbone.onnx"
-        backbone_of(built.files["onnx"], backbone)
+        backbone_of(ckpt.net, spec, backbone)
         adapter = measure.adapter_cost(built.files["onnx"], backbone, data.val.x[:1], opts.repeats)
     return {
         "checkpoint": {"path": str(ckpt.path), "epoch": ckpt.epoch, "config": ckpt.config},

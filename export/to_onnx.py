@@ -10,7 +10,6 @@ import warnings
 from pathlib import Path
 
 import onnx
-import onnx.utils
 import torch
 from torch import nn
 
@@ -74,14 +73,15 @@ class DeployedPyramid(nn.Module):
         return self.net.classify(self.net.backbone(self.adapter(torch.cat(xs, 0))))
 
 
-def backbone_of(model_path: Path, out: Path) -> None:
-    """The exported graph from conv1's input on: the backbone alone, on the float
-    ``[N, 3T, H, W]`` the input adapter makes. What the adapter's cost is measured against; not
-    a deliverable (no spec: the runtime will not load it)."""
-    model = onnx.shape_inference.infer_shapes(onnx.load(model_path))
-    conv1 = next(n for n in model.graph.node if n.op_type == "Conv")
-    outputs = [o.name for o in model.graph.output]
-    onnx.save(onnx.utils.Extractor(model).extract_model([conv1.input[0]], outputs), out)
+def backbone_of(net: HyperframeNet, spec: HyperframeSpec, out: Path) -> None:
+    """The folded backbone alone, traced on the float ``[N, 3T, H, W]`` the input adapter
+    makes: what the adapter's cost is measured against; not a deliverable (no spec: the runtime
+    will not load it). Traced, not cut from the exported graph: with T=1 the adapter's last
+    reshape is a no-op the exporter drops, and the backbone then reads the batch size from the
+    uint8 input's shape."""
+    n, t, h, w, c = spec.input_shape(0, batch=2)
+    example = torch.zeros((n, t * c, h, w), dtype=torch.float32)
+    onnx.save(_trace(net.backbone, (example,), ["x"]), out)
 
 
 def _trace(

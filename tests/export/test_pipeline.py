@@ -236,3 +236,27 @@ def test_an_int8_loss_over_a_point_says_what_to_deploy(report: dict, top1, windo
     r["export"]["shipped"] = ["openvino-int8"]
     assert any("deploy an FP32 file (export again with --formats openvino)" in x
                for x in metrics_table(r)) == advised  # fmt: skip
+
+
+def test_a_single_frame_model_exports_and_its_adapter_is_measured(tiny_actions: Path, tmp_path):
+    """With T=1 the exporter drops the adapter's last reshape and the backbone reads the batch
+    size from the uint8 input: cutting the backbone out of that graph crashed the export."""
+    from export.__main__ import main
+    from models.config import parse
+    from models.train import train
+
+    argv = ["--recipe", "realtime-cpu", "--data", str(tiny_actions), "--size", str(SIZE)]
+    argv += ["--frames", "1", "--epochs", "1", "--batch", "8", "--name", "t1"]
+    train(parse([*argv, "--out", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache")]))
+    out = tmp_path / "export"
+    ckpt = tmp_path / "runs" / "t1" / "best.pt"
+    assert main([str(ckpt), "--formats", "onnx", "--out", str(out), "--repeats", "3"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["adapter"]["onnxruntime"]["backbone_ms"] > 0
+    backend = load_backend(out / "model.onnx")
+    assert backend.spec.frames == 1
+    x = np.full(backend.spec.input_shape(), 128, np.uint8)
+    logits = np.zeros((1, len(backend.spec.classes)), np.float32)
+    backend.bind([x], logits)
+    backend.infer()
+    assert np.isfinite(logits).all() and logits.any()
