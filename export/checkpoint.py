@@ -93,12 +93,18 @@ def with_then(spec: HyperframeSpec, then: tuple[Then, ...] | None) -> Hyperframe
     """The spec with the classes that wait for a pose after them (``--then``); None (auto): a
     model with a ``lying`` class alerts on ``fall`` only once lying follows it (``Then``'s
     defaults: a score of 0.2 within 1 s; export.wait then chooses both for the model)."""
-    if then is None:
-        auto = "lying" in spec.classes and "fall" in spec.thresholds
-        then = (Then("fall", "lying"),) if auto else spec.alert_then
+    if then is None:  # the names as the dataset spells them: Fall, LYING, ...
+        fall = next((c for c in spec.thresholds if _bare(c) == "fall"), None)
+        lying = next((c for c in spec.classes if _bare(c) == "lying"), None)
+        auto = fall is not None and lying is not None
+        then = (Then(fall, lying),) if auto else spec.alert_then
     if (problem := unknown_in_then(spec, then, "--then")) is not None:
         raise UsageError(problem)
     return replace(spec, alert_then=tuple(then))
+
+
+def _bare(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
 def with_thresholds(spec: HyperframeSpec, overrides: list[tuple[str, float]]) -> HyperframeSpec:

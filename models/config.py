@@ -151,7 +151,8 @@ HELP = {
     "input_mode": "what conv1 is trained on: frames, or diff (centre frame and frame "
     "differences; folded into conv1 at export, so the model file is the same)",
     "label_strategy": "window labels for frame-level segments: video, center, window-any",
-    "abnormal": "classes that count as abnormal for window-any",
+    "abnormal": "the alert classes (threshold 0.8 in the spec; any case or separators), which "
+    "also count as abnormal for window-any",
     "val_fraction": "part of the training videos held out to pick the epoch and stop",
     "test_fraction": "part of all videos held out as the test split (layouts without a test list)",
     "flip": "horizontal-flip labels: auto (flip.json, else pair left/right names), none, or a JSON file",

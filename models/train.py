@@ -48,8 +48,19 @@ from models.stopper import Stopper
 log = logging.getLogger("models")
 
 
+def alert_names(cfg: TrainConfig, classes: tuple[str, ...]) -> tuple[str, ...]:
+    """The dataset's classes that ``--abnormal`` names, whatever their case or separators
+    (``Fall``, ``FALL`` and ``fall`` alike; ``lie-down`` is ``lie_down``)."""
+    wanted = {_bare(a) for a in cfg.abnormal}
+    return tuple(c for c in classes if _bare(c) in wanted)
+
+
+def _bare(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
 def spec_for(cfg: TrainConfig, classes: tuple[str, ...]) -> HyperframeSpec:
-    alerts = tuple((c, 0.8) for c in classes if c in cfg.abnormal)
+    alerts = tuple((c, 0.8) for c in alert_names(cfg, classes))
     try:
         return _spec(cfg, classes, alerts)
     except SpecError as e:
@@ -79,7 +90,7 @@ class Loaders(NamedTuple):
 
 def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loaders:
     cache = FrameCache(Path(cfg.cache), cfg.hw, "linear", cfg.cache_limit_gb)
-    abnormal = frozenset(ds.classes.index(c) for c in cfg.abnormal if c in ds.classes)
+    abnormal = frozenset(ds.classes.index(c) for c in alert_names(cfg, ds.classes))
 
     def windows(videos: tuple[datasets.Video, ...]) -> Windows:
         return Windows(videos, cache, spec.inputs, cfg.label_strategy, abnormal)
@@ -156,6 +167,12 @@ def train(cfg: TrainConfig) -> dict:
     out = Path(cfg.out) / name
     out.mkdir(parents=True, exist_ok=True)
     spec = spec_for(cfg, ds.classes)
+    if not spec.alert_classes:
+        log.warning(
+            "%s: no class is named %s (classes: %s): the model will raise no alert; name its "
+            "alert classes with --abnormal CLASS [CLASS ...]",
+            name, " or ".join(cfg.abnormal), ", ".join(ds.classes),
+        )  # fmt: skip
     dl = loaders(cfg, ds, spec)
     log.info(
         "%s: %d training, %d validation, %d test videos; %s",

@@ -44,6 +44,7 @@ def one_epoch(tiny_actions: Path, tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("train")
     r = train("--data", str(tiny_actions), "--name", "tiny", tmp=tmp)
     assert r.returncode == 0, r.stderr
+    (tmp / "stderr.txt").write_text(r.stderr)
     return tmp
 
 
@@ -356,3 +357,22 @@ def test_a_wide_input_trains_exports_and_runs(tiny_actions: Path, tiny_streams: 
 def test_a_width_under_16_is_refused():
     with pytest.raises(DataError, match=r"width: expected 0 \(square\) or pixels >= 16, found 8"):
         parse(["--data", "x", "--width", "8"])
+
+
+def test_the_alert_class_is_found_whatever_its_case_or_separators():
+    from models.train import alert_names, spec_for
+
+    cfg = parse(["--data", "d"])
+    classes = ("Walk-Left", "Fall", "Lie-Down", "LYING")
+    assert alert_names(cfg, classes) == ("Fall",)
+    assert spec_for(cfg, classes).thresholds == {"Fall": 0.8}
+    cfg = parse(["--data", "d", "--abnormal", "lie_down", "fall"])
+    assert alert_names(cfg, classes) == ("Fall", "Lie-Down")
+
+
+def test_no_alert_class_is_said_with_the_fix(one_epoch: Path, tiny_actions: Path, tmp_path: Path):
+    r = train("--data", str(tiny_actions), "--abnormal", "falling", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "no class is named falling (classes: " in r.stderr
+    assert "the model will raise no alert; name its alert classes with --abnormal" in r.stderr
+    assert "no class is named" not in (one_epoch / "stderr.txt").read_text()
