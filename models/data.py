@@ -123,7 +123,15 @@ def _annotate(path: Path, root: Path, classes: tuple[str, ...], splits):
 
 
 def _folders(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
-    classes = tuple(sorted(d.name for d in root.iterdir() if d.is_dir() and _videos(d)))
+    """A folder per class; a subfolder with a ``segments.csv`` holds labelled streams (for
+    ``--more-data`` or ``models.evaluate``), not a class."""
+    classes = tuple(
+        sorted(
+            d.name
+            for d in root.iterdir()
+            if d.is_dir() and _videos(d) and not (d / "segments.csv").is_file()
+        )
+    )
     if not classes:
         raise DataError(
             f"dataset folder {root} has no class folders with videos ({', '.join(VIDEO_SUFFIXES)})"
