@@ -85,9 +85,7 @@ def test_folder_per_class_gets_a_seeded_split(tmp_path: Path, tiny_actions: Path
     assert {data.load(tmp_path, seed=s).test for s in range(6)} != {a.test}
     streams = tmp_path / "streams"  # labelled streams beside the classes: not a class
     streams.mkdir()
-    (streams / "story.avi").write_bytes(
-        (tiny_actions / "fall").glob("*.avi").__next__().read_bytes()
-    )
+    (streams / "story.avi").write_bytes(next((tiny_actions / "fall").glob("*.avi")).read_bytes())
     (streams / "segments.csv").write_text("video,start_frame,end_frame,label\nstory.avi,0,9,fall\n")
     assert data.load(tmp_path, seed=1) == a
 
