@@ -13,7 +13,9 @@ world"): a folder per class of the six classes of issue 8 (``walk_left``, ``walk
 ``wave``, ``hold``, ``fall``, ``lie_down``), no split lists, no annotations, no ``flip.json``;
 and ``OUT/streams``: long videos with falls, lying down, and moves that start like a fall
 (sitting on the floor, crouching, stumbling, getting up), labelled frame by frame in
-``segments.csv`` for ``python -m models.evaluate``.
+``segments.csv`` for ``python -m models.evaluate``, with ``videos.csv`` (each stream's figure far
+or near, a second walker or none, a room or a photograph: ``--by figure --by others --by
+scene``).
 
 Exit codes: 0 done, 2 bad arguments.
 """
@@ -32,6 +34,7 @@ import numpy as np
 
 CLASSES = ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
 H, W, FPS = 240, 320, 30.0
+NEAR = 0.54  # a figure at least this fraction of the frame's height tall is "near"
 PHOTOS = ("motorcycle_left.png", "motorcycle_right.png", "moon.png", "page.png", "retina.jpg",
           "color.png", "horse.png", "logo.png")  # fmt: skip
 
@@ -127,7 +130,8 @@ class Scene:
     def __init__(self, r: np.random.Generator) -> None:
         self.r = r
         self.floor = int(r.uniform(0.72, 0.97) * H)
-        self.bg = _photo(r) if r.random() < 0.5 else _room(r, self.floor)
+        self.kind = "photo" if r.random() < 0.5 else "room"
+        self.bg = _photo(r) if self.kind == "photo" else _room(r, self.floor)
         self.fig = Figure(r, self.floor, r.uniform(0.3, 0.72) * H)
         self.other = Figure(r, int(self.floor - r.uniform(0.1, 0.25) * H), self.fig.h * 0.5)
         self.other_on = r.random() < 0.4
@@ -320,11 +324,26 @@ def _clip_job(job: tuple[Path, str, int]) -> None:
     write(path, *clip(cls, seed))
 
 
-def _story_job(job: tuple[Path, int, float]) -> list[tuple[str, int, int, str]]:
+def facts(name: str, scene: Scene) -> tuple[str, str, int, str, str]:
+    """A row of ``streams/videos.csv``: the figure far (under NEAR of the frame's height) or
+    near and its height in pixels, a second walker or none, and the background."""
+    h = scene.fig.h
+    near = "near" if h >= NEAR * H else "far"
+    return name, near, round(h), "walker" if scene.other_on else "alone", scene.kind
+
+
+def _story_job(job: tuple[Path, int, float]) -> tuple[list[tuple[str, int, int, str]], tuple]:
     path, seed, seconds = job
     scene, frames = story(seed, seconds)
     write(path, scene, frames)
-    return segments(path.name, frames)
+    return segments(path.name, frames), facts(path.name, scene)
+
+
+def _csv(path: Path, header: list[str], rows: list) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -351,11 +370,13 @@ def main(argv: list[str] | None = None) -> int:
                 args.stream_minutes * 60) for k in range(args.streams)]  # fmt: skip
     with ProcessPoolExecutor(args.jobs) as pool:
         list(pool.map(_clip_job, clips, chunksize=4))
-        rows = [row for rs in pool.map(_story_job, stories) for row in rs]
-    with open(args.out / "streams" / "segments.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["video", "start_frame", "end_frame", "label"])
-        w.writerows(rows)
+        done = list(pool.map(_story_job, stories))
+    rows = [row for rs, _ in done for row in rs]
+    _csv(
+        args.out / "streams" / "segments.csv", ["video", "start_frame", "end_frame", "label"], rows
+    )
+    _csv(args.out / "streams" / "videos.csv", ["video", "figure", "figure_px", "others", "scene"],
+         [f for _, f in done])  # fmt: skip
     falls = sum(r[3] == "fall" for r in rows)
     print(f"wrote {args.out}: {len(clips)} clips, {len(stories)} streams ({falls} falls)")
     return 0
