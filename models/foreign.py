@@ -34,6 +34,7 @@ import numpy as np
 
 CLASSES = ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
 H, W, FPS = 240, 320, 30.0
+MARGIN = 0.05  # the figure's feet stay this fraction of the width inside the frame
 NEAR = 0.54  # a figure at least this fraction of the frame's height tall is "near"
 PHOTOS = ("motorcycle_left.png", "motorcycle_right.png", "moon.png", "page.png", "retina.jpg",
           "color.png", "horse.png", "logo.png")  # fmt: skip
@@ -141,7 +142,9 @@ class Scene:
             bx, bw = int(r.uniform(0, W - 40)), int(r.uniform(20, 60))
             self.box = (bx, self.floor - int(r.uniform(0.15, 0.4) * self.fig.h), bx + bw,
                         self.floor + 3, r.uniform(0, 255, 3).tolist())  # fmt: skip
-        self.light = (r.uniform(0.6, 1.3), r.uniform(-0.002, 0.002))
+        # exposure: a level and a slow swing about it (clouds, a lamp warming up)
+        self.light = (r.uniform(0.6, 1.3), r.uniform(0, 0.25), r.uniform(20, 120) * FPS,
+                      r.uniform(0, 2 * math.pi))  # fmt: skip
         self.noise = r.uniform(1, 7)
 
     def render(self, p: Pose, i: int) -> np.ndarray:
@@ -156,9 +159,13 @@ class Scene:
         if self.box is not None:
             x0, y0, x1, y1, col = self.box
             cv2.rectangle(img, (x0, y0), (x1, y1), col, -1)
-        gain = max(0.3, self.light[0] + self.light[1] * i)
+        gain = self.gain(i)
         out = img.astype(np.float32) * gain + self.r.normal(0, self.noise, img.shape)
         return np.clip(out, 0, 255).astype(np.uint8)
+
+    def gain(self, i: int) -> float:
+        level, swing, period, phase = self.light
+        return level * (1 + swing * math.sin(2 * math.pi * i / period + phase))
 
 
 def _ease(n: int) -> np.ndarray:
@@ -181,7 +188,10 @@ class Actor:
         self.out.append((Pose(self.x, self.face, **kw), label))
 
     def walk(self, seconds: float) -> None:
+        """Walks on, turning round at the frame's edges (MARGIN of its width)."""
         for _ in range(self._n(seconds)):
+            if not MARGIN * W <= self.x + self.face * self.speed <= (1 - MARGIN) * W:
+                self.face = -self.face
             self.x += self.face * self.speed
             self.phase += 2 * math.pi * 1.8 / FPS * self.r.uniform(0.9, 1.1)
             s = 0.45 * math.sin(self.phase)
@@ -202,18 +212,25 @@ class Actor:
             self.put("hold", arm_r=min(1.0, i / up) * math.pi / 2, elbow=0.0)
 
     def fall(self) -> None:
-        n, side = self._n(self.r.uniform(0.35, 0.7)), self.face * self.r.choice([1, 1, -1])
+        n, side = (
+            self._n(self.r.uniform(0.35, 0.7)),
+            self._side(self.face * self.r.choice([1, 1, -1])),
+        )
         for t in np.linspace(0, 1, n) ** 2:
             self.put("fall", tilt=side * math.pi / 2 * t, arm_l=1.2 * t, arm_r=1.5 * t)
         self.lie = side * math.pi / 2
 
     def lie_down(self) -> None:
-        side = self.face * self.r.choice([1, -1])
+        side = self._side(self.face * self.r.choice([1, -1]))
         for d in _ease(self._n(self.r.uniform(0.8, 1.4))):
             self.put("lie_down", drop=d, arm_r=0.6 * d)
         for t in _ease(self._n(self.r.uniform(1.0, 2.0))):
             self.put("lie_down", drop=1 - t, tilt=side * math.pi / 2 * t, arm_r=0.6)
         self.lie = side * math.pi / 2
+
+    def _side(self, side: int) -> int:
+        """``side``, or the other one when lying that way would put the head out of the frame."""
+        return side if 0 <= self.x + side * 0.9 * self.h <= W else -side
 
     def lying(self, seconds: float) -> None:
         for _ in range(self._n(seconds)):
@@ -247,7 +264,10 @@ def clip(cls: str, seed: int) -> tuple[Scene, list[tuple[Pose, str]]]:
         start = r.uniform(0.2, 0.8) * W
     a = Actor(r, start, face, scene.fig.h)
     if cls.startswith("walk"):
-        a.walk(r.uniform(2.0, 3.0))
+        n = a._n(r.uniform(2.0, 3.0))  # slow enough to stay in the frame: one direction
+        room = (1 - MARGIN) * W - start if face > 0 else start - MARGIN * W
+        a.speed = min(a.speed, 0.99 * room / n)
+        a.walk(n / FPS)
     elif cls == "wave":
         a.stand(r.uniform(0.1, 0.5))
         a.wave(r.uniform(1.8, 3.0))

@@ -66,3 +66,26 @@ def test_every_fall_of_a_stream_is_followed_by_lying():
     labels = [label for _, label in frames]
     ends = [i for i in range(len(labels) - 1) if labels[i] == "fall" != labels[i + 1]]
     assert ends and all(labels[i + 1] == "lying" for i in ends)
+
+
+def test_a_long_stream_keeps_its_figure_in_the_frame_and_its_light_in_range():
+    """Three minutes: the figure turns round at the edges and falls or lies down towards the
+    frame, and the exposure swings about a level, so no labelled move happens out of sight
+    (before: walks left the frame and the light drifted to black or white)."""
+    for seed in (11, 12, 13):
+        scene, frames = foreign.story(seed, 180)
+        xs = [p.x for p, _ in frames]
+        assert foreign.MARGIN * foreign.W <= min(xs) <= max(xs) <= (1 - foreign.MARGIN) * foreign.W
+        for p, label in frames:
+            if label == "lying":
+                head = p.x + math.sin(p.tilt) * 0.9 * scene.fig.h
+                assert 0 <= head <= foreign.W
+        gains = [scene.gain(i) for i in range(len(frames))]
+        assert min(gains) >= 0.45 and max(gains) <= 1.63
+
+
+def test_a_walk_clip_walks_one_way_inside_the_frame():
+    for seed in range(20):
+        _, frames = foreign.clip("walk_left", seed)
+        assert {label for _, label in frames} == {"walk_left"}
+        assert all(0 <= p.x <= foreign.W for p, _ in frames)
