@@ -1,7 +1,7 @@
 """Datasets: which videos, which labels, which hyperframe windows.
 
 Layouts: UCF101 (``classInd.txt`` + ``trainlist01.txt``/``testlist01.txt``), a plain folder per
-class (seeded split), or frame-level segments (``segments.csv``: video,start_frame,end_frame,label,
+class (seeded split, each class in its share), or frame-level segments (``segments.csv``: video,start_frame,end_frame,label,
 with an optional ``classes.txt`` listing the allowed labels in logit order).
 A UCF101 or folder dataset may also say where in each clip its action is: ``annotations.csv``
 (video,start_frame,end_frame,label; labels among the dataset's classes, frames not covered are
@@ -137,7 +137,7 @@ def _folders(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
             f"dataset folder {root} has no class folders with videos ({', '.join(VIDEO_SUFFIXES)})"
         )
     videos = [Video(p, ci) for ci, c in enumerate(classes) for p in _videos(root / c)]
-    return _make(root, classes, _three_way(videos, seed, fr), flip)
+    return _make(root, classes, _by_class(videos, seed, fr), flip)
 
 
 def _videos(folder: Path) -> list[Path]:
@@ -175,6 +175,16 @@ def _three_way(videos, seed: int, fr: Fractions) -> tuple[tuple[Video, ...], ...
     rest, test = _split(videos, seed, fr.test)
     train, val = _split(rest, seed + 1, fr.val)
     return train, val, test
+
+
+def _by_class(videos: list[Video], seed: int, fr: Fractions) -> tuple[tuple[Video, ...], ...]:
+    """Each class split on its own, so validation and test hold every class in its share; clips
+    named by group (UCF101 names) are split by group across the classes instead."""
+    if any(_GROUP.search(v.path.stem) for v in videos):
+        return _three_way(videos, seed, fr)
+    parts = [_three_way([v for v in videos if v.labels == c], seed, fr)
+             for c in sorted({v.labels for v in videos})]  # fmt: skip
+    return tuple(tuple(v for part in parts for v in part[i]) for i in range(3))
 
 
 def _ucf101(root: Path, seed: int, fr: Fractions, flip) -> Dataset:

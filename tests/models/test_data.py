@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -267,3 +268,22 @@ def test_more_data_errors_name_the_folder_and_the_classes(tmp_path: Path):
         data.add_training(ds, [tmp_path / "long"])
     with pytest.raises(DataError, match=r"--more-data .*long:0: expected DIR or DIR:N with N >= 1"):
         data.add_training(ds, [f"{tmp_path / 'long'}:0"])
+
+
+def test_a_folder_per_class_splits_each_class_in_its_share(tmp_path: Path, tiny_actions: Path):
+    """Unequal classes, files not named by group: each class gives validation and test its
+    share (before: one seeded split of all clips, which could leave a class 8 test clips and
+    another 16)."""
+    src = next((tiny_actions / "fall").glob("*.avi")).read_bytes()
+    sizes = {"fall": 10, "wave": 30, "hold": 20}
+    for c, n in sizes.items():
+        (tmp_path / c).mkdir()
+        for k in range(n):
+            (tmp_path / c / f"{c}_{k:03d}.avi").write_bytes(src)
+    for seed in range(4):
+        ds = data.load(tmp_path, seed=seed, val_fraction=0.25, test_fraction=0.2)
+        test = {c: round(n * 0.2) for c, n in sizes.items()}  # fall 2, wave 6, hold 4
+        val = {c: round((n - test[c]) * 0.25) for c, n in sizes.items()}
+        assert Counter(ds.classes[v.labels] for v in ds.test) == test
+        assert Counter(ds.classes[v.labels] for v in ds.val) == val
+        assert len(ds.train) + sum(val.values()) + sum(test.values()) == 60
