@@ -20,6 +20,7 @@ import logging
 import math
 import sys
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -157,6 +158,30 @@ def optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer
     return torch.optim.AdamW(model.parameters(), cfg.lr, weight_decay=cfg.weight_decay)
 
 
+def _warn_about_alerts(name: str, cfg: TrainConfig, ds, spec: HyperframeSpec) -> None:
+    """No alert class at all, or alert clips labelled whole: both train a model that alerts
+    badly, and neither stops a run."""
+    if not spec.alert_classes:
+        log.warning(
+            "%s: no class is named %s (classes: %s): the model will raise no alert; name its "
+            "alert classes with --abnormal CLASS [CLASS ...]",
+            name, " or ".join(cfg.abnormal), ", ".join(ds.classes),
+        )  # fmt: skip
+    alerts = {ds.classes.index(c) for c, _ in spec.alert_classes}
+    whole = Counter(
+        ds.classes[v.labels] for v in ds.train if isinstance(v.labels, int) and v.labels in alerts
+    )
+    if whole:
+        log.warning(
+            "%s: %s training clips are labelled whole (no annotations.csv): the moments before "
+            "and after the action (walking, lying) are taught as %s too, so alerts come late or "
+            "on people lying still; annotations.csv (video,start_frame,end_frame,label) says "
+            "where each action is (README: Where the action is)",
+            name, " and ".join(f"{n} {c}" for c, n in sorted(whole.items())),
+            " and ".join(sorted(whole)),
+        )  # fmt: skip
+
+
 def train(cfg: TrainConfig) -> dict:
     torch.manual_seed(cfg.seed)
     device = device_for(cfg)
@@ -167,12 +192,7 @@ def train(cfg: TrainConfig) -> dict:
     out = Path(cfg.out) / name
     out.mkdir(parents=True, exist_ok=True)
     spec = spec_for(cfg, ds.classes)
-    if not spec.alert_classes:
-        log.warning(
-            "%s: no class is named %s (classes: %s): the model will raise no alert; name its "
-            "alert classes with --abnormal CLASS [CLASS ...]",
-            name, " or ".join(cfg.abnormal), ", ".join(ds.classes),
-        )  # fmt: skip
+    _warn_about_alerts(name, cfg, ds, spec)
     dl = loaders(cfg, ds, spec)
     log.info(
         "%s: %d training, %d validation, %d test videos; %s",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -14,10 +15,11 @@ import torch
 from timm.utils.model_ema import ModelEmaV3
 
 from edge_hf.spec import HyperframeSpec, Scale, spec_from_onnx_metadata
+from models import data as datasets
 from models.config import parse, pyramid_scales
 from models.data import DataError
 from models.model import build
-from models.train import run_epoch
+from models.train import _warn_about_alerts, run_epoch, spec_for
 from tests.conftest import run_module
 
 TINY = [
@@ -360,7 +362,7 @@ def test_a_width_under_16_is_refused():
 
 
 def test_the_alert_class_is_found_whatever_its_case_or_separators():
-    from models.train import alert_names, spec_for
+    from models.train import alert_names
 
     cfg = parse(["--data", "d"])
     classes = ("Walk-Left", "Fall", "Lie-Down", "LYING")
@@ -376,3 +378,31 @@ def test_no_alert_class_is_said_with_the_fix(one_epoch: Path, tiny_actions: Path
     assert "no class is named falling (classes: " in r.stderr
     assert "the model will raise no alert; name its alert classes with --abnormal" in r.stderr
     assert "no class is named" not in (one_epoch / "stderr.txt").read_text()
+
+
+def test_alert_clips_labelled_whole_are_said_with_the_fix(
+    one_epoch: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    """Fall clips with no annotations teach the walking before and the lying after as fall:
+    the run says so (the tiny set's clips are whole); annotated fall clips are not reported."""
+    said = (one_epoch / "stderr.txt").read_text()
+    assert re.search(r"tiny: \d+ fall training clips are labelled whole \(no annotations", said)
+    assert "annotations.csv (video,start_frame,end_frame,label) says where" in said
+    for c in ("fall", "other"):
+        (tmp_path / c).mkdir()
+        for g in range(1, 6):
+            (tmp_path / c / f"v_{c}_g{g:02d}_c01.avi").write_bytes(b"")
+    rows = [f"fall/v_fall_g{g:02d}_c01.avi,3,5,fall" for g in range(1, 6)]
+    notes = tmp_path / "annotations.csv"
+    cfg = parse(["--data", str(tmp_path)])
+    for annotated in (True, False):
+        if annotated:
+            notes.write_text("\n".join(["video,start_frame,end_frame,label", *rows]) + "\n")
+        else:
+            notes.unlink()
+        ds = datasets.load(tmp_path, 0, 0.0, 0.0)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="models"):
+            _warn_about_alerts("mine", cfg, ds, spec_for(cfg, ds.classes))
+        whole = "mine: 5 fall training clips are labelled whole" in caplog.text
+        assert whole is not annotated, caplog.text
