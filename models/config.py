@@ -50,6 +50,7 @@ class TrainConfig:
     input_mode: str = "frames"  # or "diff": centre frame and frame differences (models.model)
     label_strategy: str = "video"
     abnormal: tuple[str, ...] = ("fall",)  # classes that count for window-any
+    action_motion: float = 0.0  # alert clips labelled whole: still windows under this are dropped
     val_fraction: float = 0.25
     test_fraction: float = 0.2
     flip: str = "auto"
@@ -87,6 +88,7 @@ class TrainConfig:
             (self.time_limit >= 0, "time_limit", "minutes >= 0 (0: none)"),
             (self.cache_limit_gb >= 0, "cache_limit_gb", "gigabytes >= 0 (0: no limit)"),
             (0 <= self.val_fraction < 1, "val_fraction", "a fraction in [0, 1)"),
+            (0 <= self.action_motion < 1, "action_motion", "a fraction in [0, 1) (0: off)"),
             (0 <= self.test_fraction < 1, "test_fraction", "a fraction in [0, 1)"),
         ]
         if self.scales:  # the spec's own check, at start-up: frames per scale, first stride
@@ -153,6 +155,10 @@ HELP = {
     "label_strategy": "window labels for frame-level segments: video, center, window-any",
     "abnormal": "the alert classes (threshold 0.8 in the spec; any case or separators), which "
     "also count as abnormal for window-any",
+    "action_motion": "clips of an alert class labelled whole (no annotations.csv): windows "
+    "whose motion (mean frame difference; the clip's stillest window 0, its busiest 1) is under "
+    "this are not trained on or scored, so the standing before a fall and the lying after it "
+    "are not taught as the fall; 0: off",
     "val_fraction": "part of the training videos held out to pick the epoch and stop",
     "test_fraction": "part of all videos held out as the test split (layouts without a test list)",
     "flip": "horizontal-flip labels: auto (flip.json, else pair left/right names), none, or a JSON file",

@@ -35,6 +35,21 @@ def split_inputs(x, inputs: tuple[Scale, ...]) -> list:
     return [x[:, a:b] for a, b in zip([0, *cuts], [*cuts, x.shape[1]], strict=True)]
 
 
+def moving(frames: np.ndarray, starts: np.ndarray, span: int, least: float) -> np.ndarray:
+    """Which windows of a clip move: each window's mean absolute difference between successive
+    grey frames, scaled so that the clip's stillest window is 0 and its busiest 1, at least
+    ``least``. The scale makes steady noise and a constant background motion count for nothing;
+    a clip that barely moves at all keeps every window."""
+    grey = frames.mean(axis=3, dtype=np.float32)
+    step = np.abs(np.diff(grey, axis=0)).mean(axis=(1, 2))  # frame t to t + 1
+    csum = np.concatenate([[0.0], np.cumsum(step)])
+    energy = (csum[starts + span - 1] - csum[starts]) / max(span - 1, 1)
+    lo, hi = float(energy.min()), float(energy.max())
+    if hi - lo < 0.5:  # under half a grey level between the stillest and busiest windows
+        return np.ones(len(starts), bool)
+    return (energy - lo) / (hi - lo) >= least
+
+
 class Windows:
     """Valid hyperframe windows of a set of videos (start frames whose label is not -1). A window
     is every model input's frames in turn (``offsets_of``): ``[sum of T, H, W, 3]``. Clips are
@@ -48,6 +63,7 @@ class Windows:
         inputs: tuple[Scale, ...],
         strategy: str,
         abnormal: frozenset[int],
+        motion: float = 0.0,
     ) -> None:
         self.inputs = inputs
         self.offsets = offsets_of(inputs)
@@ -76,6 +92,9 @@ class Windows:
                 if lab >= 0:
                     starts.append(s)
                     labels.append(lab)
+            if starts and motion > 0 and isinstance(v.labels, int) and v.labels in abnormal:
+                keep = moving(arr, np.array(starts), self.span, motion)
+                starts, labels = np.array(starts)[keep].tolist(), np.array(labels)[keep].tolist()
             if starts:
                 self.files.append(str(arr.filename))
                 self.sources.append(v.path)

@@ -94,7 +94,7 @@ def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loa
     abnormal = frozenset(ds.classes.index(c) for c in alert_names(cfg, ds.classes))
 
     def windows(videos: tuple[datasets.Video, ...]) -> Windows:
-        return Windows(videos, cache, spec.inputs, cfg.label_strategy, abnormal)
+        return Windows(videos, cache, spec.inputs, cfg.label_strategy, abnormal, cfg.action_motion)
 
     if not ds.val:
         raise DataError(
@@ -171,12 +171,19 @@ def _warn_about_alerts(name: str, cfg: TrainConfig, ds, spec: HyperframeSpec) ->
     whole = Counter(
         ds.classes[v.labels] for v in ds.train if isinstance(v.labels, int) and v.labels in alerts
     )
-    if whole:
+    if whole and cfg.action_motion:
+        log.info(
+            "%s: %s training clips are labelled whole: their windows that move less than %.2f "
+            "of the way from the clip's stillest to its busiest are left out (--action-motion)",
+            name, " and ".join(f"{n} {c}" for c, n in sorted(whole.items())), cfg.action_motion,
+        )  # fmt: skip
+    elif whole:
         log.warning(
             "%s: %s training clips are labelled whole (no annotations.csv): the moments before "
             "and after the action (walking, lying) are taught as %s too, so alerts come late or "
             "on people lying still; annotations.csv (video,start_frame,end_frame,label) says "
-            "where each action is (README: Where the action is)",
+            "where each action is, or --action-motion 0.15 leaves out their still windows "
+            "(README: Where the action is)",
             name, " and ".join(f"{n} {c}" for c, n in sorted(whole.items())),
             " and ".join(sorted(whole)),
         )  # fmt: skip
