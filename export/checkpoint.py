@@ -14,6 +14,7 @@ from edge_hf.errors import SpecError
 from edge_hf.paths import file_problem
 from edge_hf.spec import HyperframeSpec, Then, layer_thresholds, unknown_in_then
 from export.errors import CheckpointError, UsageError
+from models.data import bare
 from models.model import HyperframeNet, build
 
 KEYS = ("model", "spec", "config")
@@ -94,17 +95,13 @@ def with_then(spec: HyperframeSpec, then: tuple[Then, ...] | None) -> Hyperframe
     model with a ``lying`` class alerts on ``fall`` only once lying follows it (``Then``'s
     defaults: a score of 0.2 within 1 s; export.wait then chooses both for the model)."""
     if then is None:  # the names as the dataset spells them: Fall, LYING, ...
-        fall = next((c for c in spec.thresholds if _bare(c) == "fall"), None)
-        lying = next((c for c in spec.classes if _bare(c) == "lying"), None)
+        fall = next((c for c in spec.thresholds if bare(c) == "fall"), None)
+        lying = next((c for c in spec.classes if bare(c) == "lying"), None)
         auto = fall is not None and lying is not None
         then = (Then(fall, lying),) if auto else spec.alert_then
     if (problem := unknown_in_then(spec, then, "--then")) is not None:
         raise UsageError(problem)
     return replace(spec, alert_then=tuple(then))
-
-
-def _bare(name: str) -> str:
-    return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
 def with_thresholds(spec: HyperframeSpec, overrides: list[tuple[str, float]]) -> HyperframeSpec:

@@ -70,13 +70,15 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
         spec.interpolation,
         float(config.get("cache_limit_gb", DEFAULT_LIMIT_GB)),
     )
-    abnormal = frozenset(ds.classes.index(c) for c in config.get("abnormal", ()) if c in ds.classes)
+    named = datasets.named(ds.classes, config.get("abnormal", ()))
+    abnormal = frozenset(ds.classes.index(c) for c in named)
+    motion = float(config.get("action_motion", 0.0))  # the trainer's windows, still ones left out
     clips = int(config.get("eval_clips", 3))
 
     def windows(videos: tuple[datasets.Video, ...]) -> Windows:
         strategy = config.get("label_strategy", "video")
         try:
-            return Windows(videos, cache, spec.inputs, strategy, abnormal)
+            return Windows(videos, cache, spec.inputs, strategy, abnormal, motion)
         except datasets.DataError as e:
             raise DataError(f"calibration data {root}: {e}") from None
 

@@ -52,12 +52,7 @@ log = logging.getLogger("models")
 def alert_names(cfg: TrainConfig, classes: tuple[str, ...]) -> tuple[str, ...]:
     """The dataset's classes that ``--abnormal`` names, whatever their case or separators
     (``Fall``, ``FALL`` and ``fall`` alike; ``lie-down`` is ``lie_down``)."""
-    wanted = {_bare(a) for a in cfg.abnormal}
-    return tuple(c for c in classes if _bare(c) in wanted)
-
-
-def _bare(name: str) -> str:
-    return "".join(ch for ch in name.lower() if ch.isalnum())
+    return datasets.named(classes, cfg.abnormal)
 
 
 def spec_for(cfg: TrainConfig, classes: tuple[str, ...]) -> HyperframeSpec:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cv2
+import numpy as np
 import onnx
 import pytest
 
@@ -68,6 +70,22 @@ def fall_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real video file: the synthetic demo story (walks, falls, lie-downs), 320x180, 25 fps."""
     path = tmp_path_factory.mktemp("clips") / "story.avi"
     synth.write_clip(path, synth.make_scene("demo", seed=0, size=(180, 320)), 700, fourcc="MJPG")
+    return path
+
+
+def moving_square(path: Path, frames: int, moves: tuple[int, int] = (10, 15)) -> Path:
+    """A 64 x 64 MJPG clip of steady noise in which a white square stands still, moves 8 pixels
+    a frame from frame ``moves[0]`` to ``moves[1]``, then stands still again: a fall's motion
+    between still parts, in frames whose differences a test can count."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 25, (64, 64))
+    rng = np.random.default_rng(0)
+    for i in range(frames):
+        img = rng.integers(80, 100, (64, 64, 3), dtype=np.uint8)
+        x = 8 * (min(max(i, moves[0]), moves[1]) - moves[0])
+        img[24:40, x : x + 16] = 250
+        out.write(img)
+    out.release()
     return path
 
 

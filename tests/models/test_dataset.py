@@ -16,6 +16,7 @@ from models import data
 from models.augment import AugConfig
 from models.cache import FrameCache
 from models.dataset import EvalSet, TrainSet, Windows, split_inputs
+from tests.conftest import moving_square
 
 FALL, OTHER = 0, 1
 
@@ -137,19 +138,8 @@ def test_alert_clips_labelled_whole_keep_the_windows_that_move(tmp_path: Path):
     for 5, then still (the lying): only the windows that see the move are trained on and
     scored; a clip of another class, and the same clip with the option off, keep them all."""
 
-    def write(path: Path, frames: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        out = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 25, (64, 64))
-        rng = np.random.default_rng(0)
-        for i in range(frames):
-            img = rng.integers(80, 100, (64, 64, 3), dtype=np.uint8)  # steady noise
-            x = 8 * (min(max(i, 10), 15) - 10)  # moves from frame 10 to frame 15
-            img[24:40, x : x + 16] = 250
-            out.write(img)
-        out.release()
-
-    write(tmp_path / "fall" / "fall_a.avi", 40)
-    write(tmp_path / "other" / "other_a.avi", 40)
+    moving_square(tmp_path / "fall" / "fall_a.avi", 40)
+    moving_square(tmp_path / "other" / "other_a.avi", 40)
     ds = data.load(tmp_path, val_fraction=0, test_fraction=0)
     cache = FrameCache(tmp_path / "cache", (32, 32))
     for motion, kept in ((0.0, list(range(38))), (0.15, list(range(9, 15)))):
