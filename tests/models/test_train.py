@@ -384,10 +384,11 @@ def test_alert_clips_labelled_whole_are_said_with_the_fix(
     one_epoch: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ):
     """Fall clips with no annotations teach the walking before and the lying after as fall:
-    the run says so (the tiny set's clips are whole); annotated fall clips are not reported."""
+    a run without --action-motion warns with both fixes; realtime-cpu (the tiny run's recipe)
+    leaves their still windows out and says so; annotated fall clips are not reported."""
     said = (one_epoch / "stderr.txt").read_text()
-    assert re.search(r"tiny: \d+ fall training clips are labelled whole \(no annotations", said)
-    assert "annotations.csv (video,start_frame,end_frame,label) says where" in said
+    assert re.search(r"tiny: \d+ fall training clips are labelled whole: their windows that ", said)
+    assert "of the way from the clip's stillest to its busiest are left out" in said
     for c in ("fall", "other"):
         (tmp_path / c).mkdir()
         for g in range(1, 6):
@@ -404,5 +405,7 @@ def test_alert_clips_labelled_whole_are_said_with_the_fix(
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="models"):
             _warn_about_alerts("mine", cfg, ds, spec_for(cfg, ds.classes))
-        whole = "mine: 5 fall training clips are labelled whole" in caplog.text
+        whole = "mine: 5 fall training clips are labelled whole (no annotations.csv)" in caplog.text
         assert whole is not annotated, caplog.text
+    assert "annotations.csv (video,start_frame,end_frame,label) says where" in caplog.text
+    assert "or --action-motion 0.15 leaves out their still windows" in caplog.text
