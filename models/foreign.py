@@ -1,8 +1,8 @@
 """A second synthetic world, written apart from ``edge_hf.synth``: the recipe checked on footage
 this project's generator did not make.
 
-    python -m models.foreign OUT [--clips-per-class 60] [--streams 12] [--stream-minutes 2]
-                                 [--seed 0] [--jobs 2]
+    python -m models.foreign OUT [--clips-per-class 60] [--other 0] [--streams 12]
+                                 [--stream-minutes 2] [--seed 0] [--jobs 2]
 
 Nothing here comes from ``edge_hf`` or the rest of ``models``: other figures (a clothed body of
 thick limbs and a head, shirt and trousers of their own colours, other proportions and gaits),
@@ -10,7 +10,8 @@ other scenes (rooms of a wall, a tiled floor and furniture, or photographs sciki
 the project's generator never uses, taken whole), 240 x 320 at 30 fps, MPEG-4 part 2 video, and
 other timings. It writes what a user with their own footage would bring (README "A second
 world"): a folder per class of the six classes of issue 8 (``walk_left``, ``walk_right``,
-``wave``, ``hold``, ``fall``, ``lie_down``), no split lists, no annotations, no ``flip.json``;
+``wave``, ``hold``, ``fall``, ``lie_down``; with ``--other N`` a seventh, ``other``: getting
+up, sitting on the floor, crouching, stumbling), no split lists, no annotations, no ``flip.json``;
 and ``OUT/streams``: long videos with falls, lying down, and moves that start like a fall
 (sitting on the floor, crouching, stumbling, getting up), labelled frame by frame in
 ``segments.csv`` for ``python -m models.evaluate``, with ``videos.csv`` (each stream's figure far
@@ -253,6 +254,23 @@ class Actor:
             self.put(label, drop=depth * t, tilt=self.face * tilt * t, arm_r=0.8 * t)
 
 
+def _other(a: Actor, r: np.random.Generator) -> None:
+    move = int(r.integers(4))
+    a.stand(r.uniform(0.2, 0.6))
+    if move == 0:  # getting up from lying
+        a.lie = a._side(int(r.choice([-1, 1]))) * math.pi / 2
+        a.lying(r.uniform(0.3, 0.8))
+        a.get_up()
+    elif move == 1:
+        a.down_and_up("sit_down", 1.0, 0.25, r.uniform(0.5, 1.5))
+    elif move == 2:
+        a.down_and_up("crouch", 0.8, 0.0, r.uniform(0.3, 1.0))
+    else:
+        a.walk(0.5)
+        a.down_and_up("stumble", 0.2, 0.45, 0.1)
+    a.stand(r.uniform(0.2, 0.5))
+
+
 def clip(cls: str, seed: int) -> tuple[Scene, list[tuple[Pose, str]]]:
     """One clip of ``cls`` (2-4 s), as a user's folder of that class would hold it: the whole
     clip is the class, before and after the move included."""
@@ -273,6 +291,8 @@ def clip(cls: str, seed: int) -> tuple[Scene, list[tuple[Pose, str]]]:
         a.wave(r.uniform(1.8, 3.0))
     elif cls == "hold":
         a.hold(r.uniform(2.0, 3.0))
+    elif cls == "other":  # a move that must not alert, labelled whole as a user would
+        _other(a, r)
     elif cls == "fall":
         (a.walk if r.random() < 0.5 else a.stand)(r.uniform(0.4, 1.2))
         a.fall()
@@ -372,19 +392,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("out", type=Path, help="folder to write (made if missing)")
     ap.add_argument("--clips-per-class", type=int, default=60, help="clips of each class")
+    ap.add_argument("--other", type=int, default=0,
+                    help="clips of a seventh class, other: moves that must not alert (getting "
+                    "up, sitting on the floor, crouching, stumbling)")  # fmt: skip
     ap.add_argument("--streams", type=int, default=12, help="long labelled streams")
     ap.add_argument("--stream-minutes", type=float, default=2.0, help="length of each stream")
     ap.add_argument("--seed", type=int, default=0, help="seed of everything drawn")
     ap.add_argument("--jobs", type=int, default=2, help="processes writing videos")
     args = ap.parse_args(argv)
-    if min(args.clips_per_class, args.streams) < 0 or args.stream_minutes <= 0 or args.jobs < 1:
+    if (
+        min(args.clips_per_class, args.other, args.streams) < 0
+        or args.stream_minutes <= 0
+        or args.jobs < 1
+    ):
         ap.error("counts must be >= 0, --stream-minutes > 0 and --jobs >= 1")
     base = 10_000_000 * (args.seed + 1)
     clips = []
-    for c, cls in enumerate(CLASSES):
-        (args.out / cls).mkdir(parents=True, exist_ok=True)
+    counts = [args.clips_per_class] * len(CLASSES) + [args.other]
+    for c, (cls, n) in enumerate(zip((*CLASSES, "other"), counts, strict=True)):
+        if n or cls != "other":
+            (args.out / cls).mkdir(parents=True, exist_ok=True)
         clips += [(args.out / cls / f"{cls}_{k:04d}.mp4", cls, base + c * 100_000 + k)
-                  for k in range(args.clips_per_class)]  # fmt: skip
+                  for k in range(n)]  # fmt: skip
     (args.out / "streams").mkdir(parents=True, exist_ok=True)
     stories = [(args.out / "streams" / f"stream_{k:03d}.mp4", base + 900_000 + k,
                 args.stream_minutes * 60) for k in range(args.streams)]  # fmt: skip

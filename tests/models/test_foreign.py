@@ -89,3 +89,15 @@ def test_a_walk_clip_walks_one_way_inside_the_frame():
         _, frames = foreign.clip("walk_left", seed)
         assert {label for _, label in frames} == {"walk_left"}
         assert all(0 <= p.x <= foreign.W for p, _ in frames)
+
+
+def test_other_clips_are_moves_that_must_not_alert():
+    """--other: a seventh folder of the moves that start like a fall, each within the frame."""
+    seen = set()
+    for seed in range(12):
+        _, frames = foreign.clip("other", seed)
+        labels = {label for _, label in frames}
+        assert not labels & {"fall", "lie_down", "wave", "hold"}
+        seen |= labels & {"get_up", "sit_down", "crouch", "stumble"}
+        assert all(0 <= p.x <= foreign.W for p, _ in frames)
+    assert seen == {"get_up", "sit_down", "crouch", "stumble"}
