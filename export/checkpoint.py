@@ -14,7 +14,7 @@ from edge_hf.errors import SpecError
 from edge_hf.paths import file_problem
 from edge_hf.spec import HyperframeSpec, Then, layer_thresholds, unknown_in_then
 from export.errors import CheckpointError, UsageError
-from models.data import bare
+from models.alerts import bare
 from models.model import HyperframeNet, build
 
 KEYS = ("model", "spec", "config")

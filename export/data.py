@@ -12,6 +12,7 @@ import numpy as np
 
 from edge_hf.spec import HyperframeSpec
 from export.errors import DataError
+from models import alerts
 from models import data as datasets
 from models.cache import DEFAULT_LIMIT_GB, FrameCache
 from models.dataset import EvalSet, Windows
@@ -70,7 +71,7 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
         spec.interpolation,
         float(config.get("cache_limit_gb", DEFAULT_LIMIT_GB)),
     )
-    named = datasets.named(ds.classes, config.get("abnormal", ()))
+    named = alerts.named(ds.classes, config.get("abnormal", ()))
     abnormal = frozenset(ds.classes.index(c) for c in named)
     motion = float(config.get("action_motion", 0.0))  # the trainer's windows, still ones left out
     clips = int(config.get("eval_clips", 3))

@@ -338,18 +338,6 @@ def read_segments(path: Path) -> list[tuple[str, int, int, str]]:
     return rows
 
 
-def bare(name: str) -> str:
-    """A class name as matched against the names a user gives: lower case, letters and digits
-    only (``Fall``, ``FALL`` and ``fall`` alike; ``lie-down`` is ``lie_down``)."""
-    return "".join(ch for ch in name.lower() if ch.isalnum())
-
-
-def named(classes: tuple[str, ...], names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """The ``classes`` that ``names`` name, whatever their case or separators."""
-    wanted = {bare(n) for n in names}
-    return tuple(c for c in classes if bare(c) in wanted)
-
-
 def read_facts(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, str]]:
     """``videos.csv`` beside a streams folder's segments.csv: a ``video`` column and one column per
     fact about each video (camera, distance, light ...) -> {video: {column: value}} for

@@ -93,8 +93,9 @@ class Windows:
                     starts.append(s)
                     labels.append(lab)
             if starts and motion > 0 and isinstance(v.labels, int) and v.labels in abnormal:
-                keep = moving(arr, np.array(starts), self.span, motion)
-                starts, labels = np.array(starts)[keep].tolist(), np.array(labels)[keep].tolist()
+                keep = moving(arr, np.array(starts), self.span, motion).tolist()
+                starts = [s for s, k in zip(starts, keep, strict=True) if k]
+                labels = [lab for lab, k in zip(labels, keep, strict=True) if k]
             if starts:
                 self.files.append(str(arr.filename))
                 self.sources.append(v.path)

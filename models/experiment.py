@@ -23,10 +23,11 @@ from pathlib import Path
 import torch
 
 from models import data as datasets
+from models.alerts import spec_for
 from models.config import TrainConfig, parse
 from models.model import build
 from models.synthdata import write_action_dataset
-from models.train import loaders, optimizer, spec_for, train
+from models.train import loaders, optimizer, train
 
 ROWS = [
     ("T=3, synchronized aug", {}),

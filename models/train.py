@@ -20,7 +20,6 @@ import logging
 import math
 import sys
 import time
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -31,13 +30,13 @@ from timm.utils.model_ema import ModelEmaV3
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from edge_hf.errors import SpecError
 from edge_hf.spec import HyperframeSpec
 from models import data as datasets
 from models import flips
+from models.alerts import alert_names, spec_for, warn_about
 from models.augment import AugConfig
 from models.cache import FrameCache
-from models.config import TrainConfig, parse, pyramid_scales
+from models.config import TrainConfig, parse
 from models.data import DataError
 from models.dataset import EvalSet, TrainSet, Windows, collate
 from models.flips import FlipPlan
@@ -47,33 +46,6 @@ from models.report import plot_confusion, plot_curves
 from models.stopper import Stopper
 
 log = logging.getLogger("models")
-
-
-def alert_names(cfg: TrainConfig, classes: tuple[str, ...]) -> tuple[str, ...]:
-    """The dataset's classes that ``--abnormal`` names, whatever their case or separators
-    (``Fall``, ``FALL`` and ``fall`` alike; ``lie-down`` is ``lie_down``)."""
-    return datasets.named(classes, cfg.abnormal)
-
-
-def spec_for(cfg: TrainConfig, classes: tuple[str, ...]) -> HyperframeSpec:
-    alerts = tuple((c, 0.8) for c in alert_names(cfg, classes))
-    try:
-        return _spec(cfg, classes, alerts)
-    except SpecError as e:
-        raise DataError(f"{cfg.recipe or 'flags'}: {e}") from None
-
-
-def _spec(cfg: TrainConfig, classes: tuple[str, ...], alerts) -> HyperframeSpec:
-    return HyperframeSpec(
-        frames=cfg.frames,
-        stride=cfg.stride,
-        scales=pyramid_scales(cfg),
-        size=cfg.hw,
-        classes=classes,
-        alert_classes=alerts,
-        arch=cfg.arch,
-        provenance=(("data", str(cfg.data)), ("recipe", cfg.recipe or "flags")),
-    )
 
 
 class Loaders(NamedTuple):
@@ -153,37 +125,6 @@ def optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer
     return torch.optim.AdamW(model.parameters(), cfg.lr, weight_decay=cfg.weight_decay)
 
 
-def _warn_about_alerts(name: str, cfg: TrainConfig, ds, spec: HyperframeSpec) -> None:
-    """No alert class at all, or alert clips labelled whole: both train a model that alerts
-    badly, and neither stops a run."""
-    if not spec.alert_classes:
-        log.warning(
-            "%s: no class is named %s (classes: %s): the model will raise no alert; name its "
-            "alert classes with --abnormal CLASS [CLASS ...]",
-            name, " or ".join(cfg.abnormal), ", ".join(ds.classes),
-        )  # fmt: skip
-    alerts = {ds.classes.index(c) for c, _ in spec.alert_classes}
-    whole = Counter(
-        ds.classes[v.labels] for v in ds.train if isinstance(v.labels, int) and v.labels in alerts
-    )
-    if whole and cfg.action_motion:
-        log.info(
-            "%s: %s training clips are labelled whole: their windows that move less than %.2f "
-            "of the way from the clip's stillest to its busiest are left out (--action-motion)",
-            name, " and ".join(f"{n} {c}" for c, n in sorted(whole.items())), cfg.action_motion,
-        )  # fmt: skip
-    elif whole:
-        log.warning(
-            "%s: %s training clips are labelled whole (no annotations.csv): the moments before "
-            "and after the action (walking, lying) are taught as %s too, so alerts come late or "
-            "on people lying still; annotations.csv (video,start_frame,end_frame,label) says "
-            "where each action is, or --action-motion 0.15 leaves out their still windows "
-            "(README: Where the action is)",
-            name, " and ".join(f"{n} {c}" for c, n in sorted(whole.items())),
-            " and ".join(sorted(whole)),
-        )  # fmt: skip
-
-
 def train(cfg: TrainConfig) -> dict:
     torch.manual_seed(cfg.seed)
     device = device_for(cfg)
@@ -194,7 +135,7 @@ def train(cfg: TrainConfig) -> dict:
     out = Path(cfg.out) / name
     out.mkdir(parents=True, exist_ok=True)
     spec = spec_for(cfg, ds.classes)
-    _warn_about_alerts(name, cfg, ds, spec)
+    warn_about(name, cfg, ds, spec)
     dl = loaders(cfg, ds, spec)
     log.info(
         "%s: %d training, %d validation, %d test videos; %s",

@@ -1,0 +1,84 @@
+"""The alert classes of a dataset: found by name whatever their case or separators, written
+into the spec, and what a run is told when they are missing or labelled whole."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from edge_hf.errors import SpecError
+from edge_hf.spec import HyperframeSpec
+from models.config import TrainConfig, pyramid_scales
+from models.data import DataError
+
+log = logging.getLogger("models")
+
+
+def bare(name: str) -> str:
+    """A class name as matched against the names a user gives: lower case, letters and digits
+    only (``Fall``, ``FALL`` and ``fall`` alike; ``lie-down`` is ``lie_down``)."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def named(classes: tuple[str, ...], names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The ``classes`` that ``names`` name, whatever their case or separators."""
+    wanted = {bare(n) for n in names}
+    return tuple(c for c in classes if bare(c) in wanted)
+
+
+def alert_names(cfg: TrainConfig, classes: tuple[str, ...]) -> tuple[str, ...]:
+    """The dataset's classes that ``--abnormal`` names, whatever their case or separators
+    (``Fall``, ``FALL`` and ``fall`` alike; ``lie-down`` is ``lie_down``)."""
+    return named(classes, cfg.abnormal)
+
+
+def spec_for(cfg: TrainConfig, classes: tuple[str, ...]) -> HyperframeSpec:
+    alerts = tuple((c, 0.8) for c in alert_names(cfg, classes))
+    try:
+        return _spec(cfg, classes, alerts)
+    except SpecError as e:
+        raise DataError(f"{cfg.recipe or 'flags'}: {e}") from None
+
+
+def _spec(cfg: TrainConfig, classes: tuple[str, ...], alerts) -> HyperframeSpec:
+    return HyperframeSpec(
+        frames=cfg.frames,
+        stride=cfg.stride,
+        scales=pyramid_scales(cfg),
+        size=cfg.hw,
+        classes=classes,
+        alert_classes=alerts,
+        arch=cfg.arch,
+        provenance=(("data", str(cfg.data)), ("recipe", cfg.recipe or "flags")),
+    )
+
+
+def warn_about(name: str, cfg: TrainConfig, ds, spec: HyperframeSpec) -> None:
+    """No alert class at all, or alert clips labelled whole: both train a model that alerts
+    badly, and neither stops a run."""
+    if not spec.alert_classes:
+        log.warning(
+            "%s: no class is named %s (classes: %s): the model will raise no alert; name its "
+            "alert classes with --abnormal CLASS [CLASS ...]",
+            name, " or ".join(cfg.abnormal), ", ".join(ds.classes),
+        )  # fmt: skip
+    alerts = {ds.classes.index(c) for c, _ in spec.alert_classes}
+    whole = Counter(
+        ds.classes[v.labels] for v in ds.train if isinstance(v.labels, int) and v.labels in alerts
+    )
+    if whole and cfg.action_motion:
+        log.info(
+            "%s: %s training clips are labelled whole: their windows that move less than %.2f "
+            "of the way from the clip's stillest to its busiest are left out (--action-motion)",
+            name, " and ".join(f"{n} {c}" for c, n in sorted(whole.items())), cfg.action_motion,
+        )  # fmt: skip
+    elif whole:
+        log.warning(
+            "%s: %s training clips are labelled whole (no annotations.csv): the moments before "
+            "and after the action (walking, lying) are taught as %s too, so alerts come late or "
+            "on people lying still; annotations.csv (video,start_frame,end_frame,label) says "
+            "where each action is, or --action-motion 0.15 leaves out their still windows "
+            "(README: Where the action is)",
+            name, " and ".join(f"{n} {c}" for c, n in sorted(whole.items())),
+            " and ".join(sorted(whole)),
+        )  # fmt: skip
