@@ -51,6 +51,7 @@ class TrainConfig:
     label_strategy: str = "video"
     abnormal: tuple[str, ...] = ("fall",)  # classes that count for window-any
     action_motion: float = 0.0  # alert clips labelled whole: still windows under this are dropped
+    action_top: float = 0.0  # alert clips labelled whole: the share of windows drawn (models.mil)
     val_fraction: float = 0.25
     test_fraction: float = 0.2
     flip: str = "auto"
@@ -89,6 +90,7 @@ class TrainConfig:
             (self.cache_limit_gb >= 0, "cache_limit_gb", "gigabytes >= 0 (0: no limit)"),
             (0 <= self.val_fraction < 1, "val_fraction", "a fraction in [0, 1)"),
             (0 <= self.action_motion < 1, "action_motion", "a fraction in [0, 1) (0: off)"),
+            (0 <= self.action_top < 1, "action_top", "a fraction in [0, 1) (0: off)"),
             (0 <= self.test_fraction < 1, "test_fraction", "a fraction in [0, 1)"),
         ]
         if self.scales:  # the spec's own check, at start-up: frames per scale, first stride
@@ -159,6 +161,10 @@ HELP = {
     "whose motion (mean frame difference; the clip's stillest window 0, its busiest 1) is under "
     "this are not trained on or scored, so the standing before a fall and the lying after it "
     "are not taught as the fall; 0: off",
+    "action_top": "clips of an alert class labelled whole: from the third epoch on, before "
+    "each epoch the model scores their windows and only this share of each clip's, the ones it "
+    "scores highest for the clip's class, are trained on (models/mil.py), so the walk before a "
+    "fall is not taught as the fall; 0: off",
     "val_fraction": "part of the training videos held out to pick the epoch and stop",
     "test_fraction": "part of all videos held out as the test split (layouts without a test list)",
     "flip": "horizontal-flip labels: auto (flip.json, else pair left/right names), none, or a JSON file",

@@ -76,6 +76,7 @@ class Windows:
         self.starts: list[np.ndarray] = []  # per clip: valid start frames
         self.labels: list[np.ndarray] = []  # per clip: label of each valid start
         self.video: list[int] = []  # per clip: the clip's class, or -1 (a stream)
+        self.whole: list[bool] = []  # per clip: an alert class's clip labelled whole
         self.draws: list[int] = []  # per clip: hyperframes per training epoch (0: the default)
         unreadable, short = [], []
         for v in videos:
@@ -92,7 +93,8 @@ class Windows:
                 if lab >= 0:
                     starts.append(s)
                     labels.append(lab)
-            if starts and motion > 0 and isinstance(v.labels, int) and v.labels in abnormal:
+            whole = isinstance(v.labels, int) and v.labels in abnormal
+            if starts and motion > 0 and whole:
                 keep = moving(arr, np.array(starts), self.span, motion).tolist()
                 starts = [s for s, k in zip(starts, keep, strict=True) if k]
                 labels = [lab for lab, k in zip(labels, keep, strict=True) if k]
@@ -102,6 +104,7 @@ class Windows:
                 self.starts.append(np.array(starts))
                 self.labels.append(np.array(labels))
                 self.video.append(v.video_class)
+                self.whole.append(whole)
                 self.draws.append(v.draws)
         if unreadable:
             log.warning(
@@ -164,17 +167,27 @@ class TrainSet(Dataset):
         for c, labels in enumerate(w.labels):
             for lab in np.unique(labels).tolist():
                 where.setdefault(lab, []).append((c, np.flatnonzero(labels == lab)))
-        self.where = [where[lab] for lab in sorted(where)]
+        self.where = self.every = [where[lab] for lab in sorted(where)]
         self.n = sum(d or samples_per_clip for d in w.draws)
 
     def __len__(self) -> int:
         return self.n
 
-    def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
+    def choose(self, picks: dict[int, np.ndarray]) -> None:
+        """Draw clip ``c``'s windows only among ``picks[c]`` (window indices; models.mil) until
+        the next choice; the other clips keep all theirs."""
+        self.where = [[(c, picks.get(c, g)) for c, g in clips] for clips in self.every]
+
+    def draw(self, i: int) -> tuple[int, int, np.random.Generator]:
+        """Sample ``i`` of this epoch: its clip, its window index there, and the generator that
+        goes on to augment it."""
         rng = np.random.default_rng((self.seed, self.epoch, i))
         clips = self.where[i % len(self.where)]
         c, group = clips[int(rng.integers(len(clips)))]
-        j = int(group[rng.integers(len(group))])
+        return c, int(group[rng.integers(len(group))]), rng
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
+        c, j, rng = self.draw(i)
         frames, label = augment(
             self.w.window(c, int(self.w.starts[c][j])),
             int(self.w.labels[c][j]),

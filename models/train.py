@@ -41,6 +41,7 @@ from models.data import DataError
 from models.dataset import EvalSet, TrainSet, Windows, collate
 from models.flips import FlipPlan
 from models.metrics import confusion, summary
+from models.mil import AFTER, choose, describe
 from models.model import HyperframeNet, build
 from models.report import plot_confusion, plot_curves
 from models.stopper import Stopper
@@ -74,11 +75,13 @@ def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loa
         flip.indices(ds.classes), cfg.seed,
     )  # fmt: skip
     kw = {"num_workers": cfg.workers, "persistent_workers": cfg.workers > 0, "collate_fn": collate}
+    # training workers start afresh each epoch: they see its number and --action-top's choice
+    train_kw = {**kw, "persistent_workers": False}
     test = (
         DataLoader(EvalSet(windows(ds.test), cfg.eval_clips), cfg.batch, **kw) if ds.test else None
     )
     return Loaders(
-        DataLoader(train, cfg.batch, shuffle=True, drop_last=len(train) > cfg.batch, **kw),
+        DataLoader(train, cfg.batch, shuffle=True, drop_last=len(train) > cfg.batch, **train_kw),
         DataLoader(EvalSet(windows(ds.val), cfg.eval_clips), cfg.batch, **kw),
         test,
         all(v.video_class >= 0 for v in ds.val + ds.test),
@@ -169,10 +172,17 @@ def train(cfg: TrainConfig) -> dict:
     reason = f"epochs: all {cfg.epochs} run"
     for epoch in range(start, cfg.epochs):
         dl.train.dataset.epoch = epoch
+        chosen = None
+        if cfg.action_top and epoch >= AFTER:
+            chosen = choose(judged, dl.train.dataset, cfg.action_top, device, cfg.batch)
+            if chosen:
+                log.info("epoch %d: %s", epoch + 1, describe(chosen))
         desc = f"{name} {epoch + 1}/{cfg.epochs}"
         row = run_epoch(model, dl.train, (opt, sched, ema), scaler, amp, device, desc)
         cm, val_loss = evaluate(judged, dl.val, len(ds.classes), dl.video_level, device)
         row.update(epoch=epoch + 1, val_loss=val_loss, **summary(cm, ds.classes))
+        if chosen:
+            row["action_windows"] = chosen["kept"]
         history.append(row)
         log.info(
             "epoch %d: loss %.3f, val loss %.3f, val top1 %.3f, macro-F1 %.3f, %.0f samples/s",
