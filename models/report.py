@@ -64,7 +64,7 @@ def plot_sweep(report: dict, opts, path: Path) -> None:
         for title, marker in (("operating", "s"), ("recommended", "*")):
             p = r[title]
             ax.plot(p["false_per_hour"], p["recall"], marker, ms=12, mfc="none", mew=2,
-                    label=f"{title}: {p['threshold']:.2f} at {p['k']}/{p['n']}")  # fmt: skip
+                    label=f"{title}: {p['threshold']:g} at {p['k']}/{p['n']}")  # fmt: skip
         ax.axvline(opts.target, color="grey", ls="--", lw=1)
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlim(left=0)
@@ -92,7 +92,7 @@ def summary(report: dict) -> str:
             med = "-" if p["delay_median"] is None else f"{p['delay_median']:.2f} s"
             p95 = "-" if p["delay_p95"] is None else f"{p['delay_p95']:.2f} s"
             lines.append(
-                f"| {cls} | {title} | {p['threshold']:.2f} | {p['k']}/{p['n']} | {p['events']} "
+                f"| {cls} | {title} | {p['threshold']:g} | {p['k']}/{p['n']} | {p['events']} "
                 f"| {p['caught']} | {p['in_time']} | {p['missed']} | {p['false_per_hour']:.2f} "
                 f"| {med} | {p95} |"
             )

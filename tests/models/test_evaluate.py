@@ -101,7 +101,7 @@ def test_counts_delays_and_false_alarms_on_a_known_stream(known, tmp_path: Path)
     assert "(fall, operating: false alarms started on walk 1)" in r.stdout
     assert report["hours"] == pytest.approx(LENGTH / FPS / 3600)
     assert (tmp_path / "sweep.png").stat().st_size > 10_000
-    assert "| fall | operating | 0.50 | 2/3 | 4 | 3 | 2 | 1 |" in r.stdout
+    assert "| fall | operating | 0.5 | 2/3 | 4 | 3 | 2 | 1 |" in r.stdout
     # each fall and each false alarm, to look them up in the video
     told = [(e["first"], e["delay"], e["missed_because"]) for e in p["outcomes"]["events"]]
     assert told == [(100, 6 / FPS, None), (400, -9 / FPS, None), (600, None, MISSES[0]),

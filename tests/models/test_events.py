@@ -138,3 +138,16 @@ def test_the_recommended_point_may_wait_longer_for_the_pose_than_the_model_does(
     assert (
         other_waits([s], 1, "fall", GRID, Options(cooldown=0.0)) == []
     )  # no rule: nothing to vary
+
+
+def test_the_sweep_separates_saturated_scores():
+    """A model whose false alarms score 0.993 and whose falls 0.9995 (--action-top saturates
+    its scores): the sweep has thresholds above 0.99, so one point keeps the fall and drops
+    the false alarm."""
+    p = np.full(2000, 0.01, np.float32)
+    p[300:320] = 0.993  # a get-up, say
+    p[1005:1015] = 0.9995  # the fall at 1000 (impact 1010)
+    s = Stream("s", 25.0, 2000, np.arange(2000), np.stack([1 - p, p], 1), {"fall": [(1000, 1010)]})
+    rows = sweep([s], 1, "fall", GRID, (2, 3), Options())
+    clean = [r for r in rows if r["false_per_hour"] == 0 and r["recall"] == 1.0]
+    assert [r["threshold"] for r in clean] == [0.995, 0.999]
