@@ -60,6 +60,8 @@ from edge_hf.sources import SourceOptions
 from export.wait import other_waits
 from models.data import DataError, read_segments, stream_facts
 from models.events import (
+    GRID,
+    KN,
     Options,
     Stream,
     by_fact,
@@ -73,10 +75,6 @@ from models.events import (
     with_wait,
 )
 
-# the last two for models whose scores saturate (--action-top)
-GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99,
-        0.995, 0.999)  # fmt: skip
-KN = ((1, 1), (2, 3), (2, 2), (3, 5))  # k-of-n drawn in the sweep
 log = logging.getLogger("models")
 
 

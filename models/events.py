@@ -13,6 +13,11 @@ import numpy as np
 from edge_hf.alerts import DEFAULT_COOLDOWN, AlertLogic, AlertPolicy
 from edge_hf.spec import Then
 
+# the last two for models whose scores saturate (--action-top)
+GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99,
+        0.995, 0.999)  # fmt: skip
+KN = ((1, 1), (2, 3), (2, 2), (3, 5))  # k-of-n drawn in the sweep
+
 
 @dataclass(frozen=True)
 class Options:

@@ -12,15 +12,12 @@ the other classes are untouched.
 
 from __future__ import annotations
 
-import logging
 import math
 
 import numpy as np
 import torch
 
 from models.dataset import TrainSet
-
-log = logging.getLogger("models")
 
 AFTER = 2  # epochs trained on every window first: a model that knows nothing picks at random
 SCORED = 48  # evenly spaced windows of a clip scored at most; the rest go with the nearest

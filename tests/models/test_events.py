@@ -9,8 +9,8 @@ import pytest
 from edge_hf.spec import Then
 from export.wait import GRID as WAIT_GRID
 from export.wait import WITHIN, other_waits
-from models.evaluate import GRID
 from models.events import (
+    GRID,
     MISSES,
     Options,
     Stream,
