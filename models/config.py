@@ -52,6 +52,7 @@ class TrainConfig:
     abnormal: tuple[str, ...] = ("fall",)  # classes that count for window-any
     action_motion: float = 0.0  # alert clips labelled whole: still windows under this are dropped
     action_top: float = 0.0  # alert clips labelled whole: the share of windows drawn (models.mil)
+    backwards: bool = False  # alert windows played in reverse are taught as not the alert
     val_fraction: float = 0.25
     test_fraction: float = 0.2
     flip: str = "auto"
@@ -165,6 +166,10 @@ HELP = {
     "each epoch the model scores their windows and only this share of each clip's, the ones it "
     "scores highest for the clip's class, are trained on (models/mil.py), so the walk before a "
     "fall is not taught as the fall; 0: off",
+    "backwards": "also train on the alert classes' windows played in reverse, taught as not "
+    "that class (a fall played backwards is someone getting up, which a folder of classes "
+    "seldom holds; models/backwards.py), as one more equal share of the draws per alert class; "
+    "for alerts that cannot happen backwards",
     "val_fraction": "part of the training videos held out to pick the epoch and stop",
     "test_fraction": "part of all videos held out as the test split (layouts without a test list)",
     "flip": "horizontal-flip labels: auto (flip.json, else pair left/right names), none, or a JSON file",
@@ -220,7 +225,7 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
     for f in fields(TrainConfig):
         flag, text = "--" + f.name.replace("_", "-"), HELP[f.name]
         if f.type == "bool":
-            ap.add_argument(flag, action="store_true", default=None, help=text)
+            ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=text)
         elif f.name == "abnormal":
             ap.add_argument(flag, nargs="+", default=None, help=f"{text} (default: fall)")
         elif f.name == "scales":

@@ -139,8 +139,10 @@ class Windows:
         self._open[c] = arr
         return arr
 
-    def window(self, clip: int, start: int) -> np.ndarray:
-        return self.clip(clip)[start + self.offsets]
+    def window(self, clip: int, start: int, backwards: bool = False) -> np.ndarray:
+        """The window at ``start``; ``backwards``: its frames played in reverse (models.backwards)."""
+        offsets = self.span - 1 - self.offsets if backwards else self.offsets
+        return self.clip(clip)[start + offsets]
 
     def __getstate__(self) -> dict:  # DataLoader workers map their own
         return {**self.__dict__, "_open": OrderedDict()}
@@ -151,7 +153,9 @@ class TrainSet(Dataset):
     if it has them: ``--more-data DIR:N``), each label an equal share of them: a label first,
     then a clip that has windows of it, then one of those windows. The short action of an
     annotated clip (a fall, then lying) is not drowned by the long still parts around it, and a
-    label many clips carry (``other``: lying, sitting) does not outweigh the actions."""
+    label many clips carry (``other``: lying, sitting) does not outweigh the actions. Each label
+    in ``backwards`` has a second share: its windows played in reverse, labelled ``-1 - label``
+    ("not that label", models.backwards)."""
 
     def __init__(
         self,
@@ -160,6 +164,7 @@ class TrainSet(Dataset):
         aug: AugConfig,
         flip: dict[int, int] | None,
         seed: int,
+        backwards: frozenset[int] = frozenset(),
     ) -> None:
         self.w, self.aug, self.flip, self.seed = w, aug, flip, seed
         self.epoch = 0
@@ -168,6 +173,9 @@ class TrainSet(Dataset):
             for lab in np.unique(labels).tolist():
                 where.setdefault(lab, []).append((c, np.flatnonzero(labels == lab)))
         self.where = self.every = [where[lab] for lab in sorted(where)]
+        self.backwards = [  # one frame (T=1) reads the same backwards: nothing to learn
+            k for k, lab in enumerate(sorted(where)) if lab in backwards and w.span > 1
+        ]
         self.n = sum(d or samples_per_clip for d in w.draws)
 
     def __len__(self) -> int:
@@ -182,20 +190,29 @@ class TrainSet(Dataset):
         """Sample ``i`` of this epoch: its clip, its window index there, and the generator that
         goes on to augment it."""
         rng = np.random.default_rng((self.seed, self.epoch, i))
-        clips = self.where[i % len(self.where)]
+        clips = self.where[self.share(i)[0]]
         c, group = clips[int(rng.integers(len(clips)))]
         return c, int(group[rng.integers(len(group))]), rng
 
+    def share(self, i: int) -> tuple[int, bool]:
+        """Which label's share sample ``i`` is drawn from (its place among the labels), and
+        whether it is that label's backwards share."""
+        k = i % (len(self.where) + len(self.backwards))
+        if k < len(self.where):
+            return k, False
+        return self.backwards[k - len(self.where)], True
+
     def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
         c, j, rng = self.draw(i)
+        back = self.share(i)[1]
         frames, label = augment(
-            self.w.window(c, int(self.w.starts[c][j])),
+            self.w.window(c, int(self.w.starts[c][j]), back),
             int(self.w.labels[c][j]),
             rng,
             self.aug,
             self.flip,
         )
-        return frames, label
+        return frames, -1 - label if back else label
 
 
 class EvalSet(Dataset):

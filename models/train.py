@@ -31,8 +31,8 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from edge_hf.spec import HyperframeSpec
+from models import backwards, flips
 from models import data as datasets
-from models import flips
 from models.alerts import alert_names, spec_for, warn_about
 from models.augment import AugConfig
 from models.cache import FrameCache
@@ -72,8 +72,13 @@ def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loa
     flip = flips.plan(cfg.flip, ds)
     train = TrainSet(
         windows(ds.train), cfg.samples_per_clip, AugConfig(mode=cfg.aug),
-        flip.indices(ds.classes), cfg.seed,
+        flip.indices(ds.classes), cfg.seed, abnormal if cfg.backwards else frozenset(),
     )  # fmt: skip
+    if train.backwards:
+        names = ", ".join(ds.classes[c] for c in sorted(abnormal))
+        log.info(
+            "alert windows also drawn backwards, taught as not the alert (--backwards): %s", names
+        )
     kw = {"num_workers": cfg.workers, "persistent_workers": cfg.workers > 0, "collate_fn": collate}
     # training workers start afresh each epoch: they see its number and --action-top's choice
     train_kw = {**kw, "persistent_workers": False}
@@ -297,7 +302,7 @@ def run_epoch(model, loader, steppers, scaler, amp: bool, device, desc: str) -> 
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with torch.autocast(device.type, enabled=amp):
             logits = model(x)
-            loss = torch.nn.functional.cross_entropy(logits, y)
+            loss = backwards.loss(logits, y)
         opt.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(opt)
@@ -306,7 +311,7 @@ def run_epoch(model, loader, steppers, scaler, amp: bool, device, desc: str) -> 
         if ema is not None:
             ema.update(model, step=sched.last_epoch)  # the scheduler counts steps
         seen += len(y)
-        correct += int((logits.argmax(1) == y).sum())
+        correct += backwards.correct(logits, y)
         total_loss += float(loss.detach()) * len(y)
         bar.set_postfix(
             loss=f"{total_loss / seen:.3f}",

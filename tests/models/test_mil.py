@@ -66,10 +66,12 @@ def test_choose_draws_a_whole_fall_clip_only_where_it_moves(tmp_path: Path):
 
 def test_training_chooses_from_the_third_epoch_on(tiny_actions: Path, tmp_path: Path):
     """The trainer end to end with a DataLoader worker (started afresh each epoch, so it sees
-    the choice): epochs 3 and 4 train on the chosen windows, and metrics.json counts them."""
+    the choice): epochs 3 and 4 train on the chosen windows, and metrics.json counts them. With
+    --backwards beside it, the chosen windows are also drawn backwards (models.backwards)."""
     r = train("--data", str(tiny_actions), "--name", "top", "--epochs", "4", "--workers", "1",
-              "--action-top", "0.5", tmp=tmp_path)  # fmt: skip
+              "--action-top", "0.5", "--backwards", tmp=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
+    assert "drawn backwards, taught as not the alert (--backwards): fall" in r.stderr
     said = [line for line in r.stderr.splitlines() if "action windows chosen" in line]
     assert [line.split(":")[0][-7:] for line in said] == ["epoch 3", "epoch 4"]
     m = json.loads((tmp_path / "runs" / "top" / "metrics.json").read_text())
