@@ -9,6 +9,8 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
+from export import clips
+
 PACKAGES = ("edge-hf", "torch", "timm", "onnx", "onnxruntime", "openvino", "nncf")
 LABELS = {
     "torch": "PyTorch (trained)",
@@ -98,6 +100,7 @@ def card_lines(r: dict) -> list[str]:
         f"{len(spec['classes'])} classes: {', '.join(spec['classes'])}. "
         f"Alerts by default: {alerts}.",
         *_wait_lines(r["export"].get("wait")),
+        *clips.lines((r.get("clips") or {}).get("classes")),
         *_pyramid_lines(spec),
         "",
         "Input: uint8 `[N, T, H, W, 3]`, BGR as OpenCV delivers it, oldest frame first; the "

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from edge_hf.spec import HyperframeSpec, Then
-from export import floatops, measure, ranges
+from export import clips, floatops, measure, ranges
 from export.card import environment, write_card, write_report
 from export.checkpoint import Checkpoint, load_checkpoint, with_then, with_thresholds
 from export.data import EvalData, load_data
@@ -105,6 +105,8 @@ def build(
             rows["openvino-int8"]["alert_agreement"] = ranges.judge(spec, *logits)[
                 "alert_agreement"
             ]
+    checked = next(n for n in ("openvino-int8", "openvino", "onnx") if n in built.files)
+    on_clips = clips.check(built.files[checked], spec, data.tune_videos, data.classes)
     adapter = None  # a pyramid's first conv sees every scale at once: nothing to compare alone
     if len(spec.inputs) == 1:
         backbone = folder / "backbone.onnx"
@@ -115,6 +117,7 @@ def build(
         "spec": spec.to_dict(),
         "formats": rows,
         "adapter": adapter,
+        "clips": on_clips and {"format": checked, "classes": on_clips},
         "data": _data_facts(data, ckpt),
         "export": {
             "opset": OPSET,

@@ -260,3 +260,22 @@ def test_a_single_frame_model_exports_and_its_adapter_is_measured(tiny_actions: 
     backend.bind([x], logits)
     backend.infer()
     assert np.isfinite(logits).all() and logits.any()
+
+
+def test_the_report_and_card_say_what_the_alert_does_on_the_validation_clips(exported, report):
+    from models import data as datasets
+
+    c = report["checkpoint"]["config"]
+    ds = datasets.load(Path(c["data"]), c["seed"], c["val_fraction"], c["test_fraction"])
+    whole = [ds.classes[v.labels] for v in ds.val if isinstance(v.labels, int)]
+    r = report["clips"]
+    assert r["format"] == "openvino-int8" and list(r["classes"]) == ["fall"]
+    fall = r["classes"]["fall"]
+    assert fall["threshold"] == 0.9 and fall["k_of_n"] == [2, 3]
+    assert {k: v["of"] for k, v in fall["clips"].items()} == {k: whole.count(k) for k in whole}
+    assert fall["backwards"]["of"] == whole.count("fall") > 0
+    assert all(0 <= v["alert"] <= v["of"] for v in [*fall["clips"].values(), fall["backwards"]])
+    card = (exported / "MODEL_CARD.md").read_text()
+    assert (
+        f"On the validation clips at fall ≥ 0.9 (2 of 3), {fall['clips']['fall']['alert']}" in card
+    )
