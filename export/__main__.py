@@ -181,8 +181,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def summary(report: dict, out: Path) -> str:
     from export.card import metrics_table
+    from export.clips import lines
 
-    return "\n".join([f"wrote {out}", *metrics_table(report)[2:]])
+    on_clips = lines((report.get("clips") or {}).get("classes"))
+    return "\n".join([f"wrote {out}", *metrics_table(report)[2:], *on_clips])
 
 
 if __name__ == "__main__":
