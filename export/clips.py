@@ -21,7 +21,7 @@ from pathlib import Path
 import cv2
 
 from edge_hf.spec import HyperframeSpec, Then
-from models.data import Video
+from models.data import DataError, Video
 from models.events import GRID, Options, Stream, starts
 
 
@@ -73,29 +73,39 @@ def summarise(cls: str, thresholds: tuple[float, ...], threshold: float, kn: tup
     }  # fmt: skip
 
 
-def check(model: Path, spec: HyperframeSpec, videos: tuple[Video, ...],
-          classes: tuple[str, ...], kn: tuple[int, int] = (2, 3)) -> dict | None:  # fmt: skip
-    """Every alert class's entry (``summarise``) from the clips of ``videos`` labelled whole,
-    scored by the runtime with ``model``; None when there are none or nothing alerts."""
+def _scored(model: Path, video: Path) -> Stream | None:
+    """``video`` through the runtime; None when it holds less than one hyperframe or cannot be
+    read to the end (the trainer skips such clips too; the runtime has said why on stderr)."""
     from models.evaluate import scored  # the runtime; imported here to keep export light
 
+    try:
+        return scored(model, video, video.name, [], Options())[0]
+    except DataError:
+        return None
+
+
+def check(model: Path, spec: HyperframeSpec, videos: tuple[Video, ...],
+          classes: tuple[str, ...], kn: tuple[int, int] = (2, 3)) -> dict | None:  # fmt: skip
+    """Every alert class's entry (``summarise``, with the clips left out as unreadable or too
+    short) from the clips of ``videos`` labelled whole, scored by the runtime with ``model``;
+    None when there are none or nothing alerts."""
     whole = [v for v in videos if isinstance(v.labels, int)]
     if not whole or not spec.alert_classes:
         return None
     thens = {t.cls: t for t in spec.alert_then}
+    scored = [(v, classes[v.labels], _scored(model, v.path)) for v in whole]
+    streams = [(v, label, s) for v, label, s in scored if s is not None]
     out: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="edge-hf-clips-") as tmp:
-        streams = [(classes[v.labels], scored(model, v.path, v.path.name, [], Options())[0])
-                   for v in whole]  # fmt: skip
         for cls, threshold in spec.alert_classes:
             grid, then = tuple(sorted({*GRID, threshold})), thens.get(cls)
-            clips = [(label, alerting(s, cls, grid, then, kn)) for label, s in streams]
+            clips = [(label, alerting(s, cls, grid, then, kn)) for _, label, s in streams]
             back = []
-            for i, v in enumerate(w for w in whole if classes[w.labels] == cls):
-                rev = reversed_copy(v.path, Path(tmp) / f"{i}.avi")
-                s = scored(model, rev, rev.name, [], Options())[0]
-                back.append(alerting(s, cls, grid, then, kn))
+            for i, (v, _, _) in enumerate(w for w in streams if w[1] == cls):
+                s = _scored(model, reversed_copy(v.path, Path(tmp) / f"{i}.avi"))
+                back += [alerting(s, cls, grid, then, kn)] if s is not None else []
             out[cls] = summarise(cls, grid, threshold, kn, clips, back)
+            out[cls]["left_out"] = len(whole) - len(streams)
     return out
 
 
@@ -116,6 +126,9 @@ def lines(report: dict | None) -> list[str]:
                 f"{sum(c['of'] for c in others.values())} clips of other classes"
                 f"{f' ({named})' if named else ''} and {b['alert']} of the {b['of']} {cls} clips "
                 "played backwards (as someone getting up).")  # fmt: skip
+        if r.get("left_out"):
+            text += (f" {r['left_out']} clip(s) left out: shorter than one hyperframe or "
+                     "unreadable.")  # fmt: skip
         q = r["quiet"]
         if q is None:
             text += (" No threshold keeps all of those quiet: expect false alarms on streams and "

@@ -8,7 +8,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from export.clips import alerting, lines, reversed_copy, summarise
+from edge_hf.backends import load_backend
+from edge_hf.runtime import DEMO_MODEL
+from export.clips import alerting, check, lines, reversed_copy, summarise
+from models.data import Video
 from models.events import Stream
 
 GRID = (0.5, 0.8, 0.9, 0.95)
@@ -63,3 +66,26 @@ def test_a_reversed_copy_plays_the_frames_backwards(tmp_path: Path):
         means.append(got[1].mean())
     assert cap.get(cv2.CAP_PROP_FPS) == 12.5
     np.testing.assert_allclose(means, [20 * i + 10 for i in reversed(range(10))], atol=2)
+
+
+def _clip(path: Path, frames: int) -> Path:
+    out = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 25.0, (96, 72))
+    for i in range(frames):
+        out.write(np.full((72, 96, 3), 8 * i, np.uint8))
+    out.release()
+    return path
+
+
+def test_clips_too_short_for_a_hyperframe_are_left_out_and_counted(tmp_path: Path):
+    """The shipped demo through the runtime: a clip of 2 frames (the trainer skips those too)
+    is left out, forward and backwards, and the others are counted."""
+    spec = load_backend(DEMO_MODEL).spec
+    fall, other = spec.classes.index("fall"), spec.classes.index("other")
+    videos = (Video(_clip(tmp_path / "a.avi", 20), fall), Video(_clip(tmp_path / "b.avi", 2), fall),
+              Video(_clip(tmp_path / "c.avi", 20), other))  # fmt: skip
+    r = check(DEMO_MODEL, spec, videos, spec.classes)["fall"]
+    assert r["left_out"] == 1
+    assert {k: v["of"] for k, v in r["clips"].items()} == {"fall": 1, "other": 1}
+    assert r["backwards"]["of"] == 1
+    assert "1 clip(s) left out: shorter than one hyperframe or unreadable" in lines({"fall": r})[1]
+    assert check(DEMO_MODEL, spec, (), spec.classes) is None
