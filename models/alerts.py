@@ -9,7 +9,7 @@ from collections import Counter
 from edge_hf.errors import SpecError
 from edge_hf.spec import HyperframeSpec
 from models.config import TrainConfig, pyramid_scales
-from models.data import DataError
+from models.data import DataError, empty_folders
 
 log = logging.getLogger("models")
 
@@ -56,6 +56,9 @@ def _spec(cfg: TrainConfig, classes: tuple[str, ...], alerts) -> HyperframeSpec:
 def warn_about(name: str, cfg: TrainConfig, ds, spec: HyperframeSpec) -> None:
     """No alert class at all, or alert clips labelled whole: both train a model that alerts
     badly, and neither stops a run."""
+    if empty := empty_folders(ds.root):
+        log.warning("%s: folders of %s with no videos, left out: %s", name, ds.root,
+                    ", ".join(empty))  # fmt: skip
     if not spec.alert_classes:
         log.warning(
             "%s: no class is named %s (classes: %s): the model will raise no alert; name its "

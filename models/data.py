@@ -87,6 +87,21 @@ def load(
     return _folders(root, seed, fr, flip)
 
 
+def empty_folders(root: Path) -> list[str]:
+    """Folders of ``root`` with no videos (and no ``segments.csv``): class folders left empty."""
+    return sorted(d.name for d in Path(root).iterdir()
+                  if d.is_dir() and not _videos(d) and not (d / "segments.csv").is_file())  # fmt: skip
+
+
+def two_classes(ds: Dataset) -> None:
+    """A classifier needs videos of two classes: refuse one, naming the empty folders."""
+    if len(ds.classes) < 2:
+        empty = ", ".join(empty_folders(ds.root))
+        raise DataError(f"dataset {ds.root}: expected videos of at least 2 classes, found "
+                        f"{len(ds.classes)} ({', '.join(ds.classes)})"
+                        + (f"; these folders hold no videos: {empty}" if empty else ""))  # fmt: skip
+
+
 def _flip_map(root: Path) -> dict[str, str] | None | bool:
     """``flip.json``: {} keeps labels, {"a": "b", ...} swaps, null forbids flips; False: absent
     (models.flips decides)."""

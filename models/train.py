@@ -137,6 +137,7 @@ def train(cfg: TrainConfig) -> dict:
     torch.manual_seed(cfg.seed)
     device = device_for(cfg)
     ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction, cfg.test_fraction)
+    datasets.two_classes(ds)
     ds = datasets.add_training(ds, cfg.more_data, cfg.seed)
     pyramid = "-pyramid-" + "-".join(cfg.scales) if cfg.scales else ""
     name = cfg.name or f"{Path(cfg.data).name}-t{cfg.frames}s{cfg.stride}{pyramid}-{cfg.aug}"

@@ -287,3 +287,12 @@ def test_a_folder_per_class_splits_each_class_in_its_share(tmp_path: Path, tiny_
         assert Counter(ds.classes[v.labels] for v in ds.test) == test
         assert Counter(ds.classes[v.labels] for v in ds.val) == val
         assert len(ds.train) + sum(val.values()) + sum(test.values()) == 60
+
+
+def test_empty_folders_are_the_class_folders_with_no_videos(tmp_path: Path):
+    for d in ("fall", "walk", "streams", "notes"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "walk" / "a.avi").write_bytes(b"")
+    (tmp_path / "streams" / "segments.csv").write_text("video,start_frame,end_frame,label\n")
+    (tmp_path / "notes" / "readme.txt").write_text("not a video\n")
+    assert data.empty_folders(tmp_path) == ["fall", "notes"]

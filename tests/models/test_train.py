@@ -373,3 +373,21 @@ def test_alert_clips_labelled_whole_are_left_out_and_said(one_epoch: Path):
     said = (one_epoch / "stderr.txt").read_text()
     assert re.search(r"tiny: \d+ fall training clips are labelled whole: their windows that ", said)
     assert "of the way from the clip's stillest to its busiest are left out" in said
+
+
+def test_a_dataset_with_videos_of_one_class_is_refused_naming_the_empty_folders(
+    tiny_actions: Path, tmp_path: Path
+):
+    """A folder per class whose other folders are empty (a copy gone wrong) would train a
+    "perfect" model of one class: one line naming the empty folders, exit 2, no run folder."""
+    data = tmp_path / "one"
+    for c in ("fall", "walk_left", "wave"):
+        (data / c).mkdir(parents=True)
+    for clip in sorted((tiny_actions / "wave").iterdir())[:4]:
+        (data / "wave" / clip.name).symlink_to(clip)
+    r = train("--data", str(data), "--name", "one", tmp=tmp_path)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert last.endswith("expected videos of at least 2 classes, found 1 (wave); these folders "
+                         "hold no videos: fall, walk_left")  # fmt: skip
+    assert not (tmp_path / "runs" / "one").exists()
