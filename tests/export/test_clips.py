@@ -3,6 +3,7 @@ and the lowest threshold that keeps every clip that is not the alert quiet."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import cv2
@@ -89,3 +90,17 @@ def test_clips_too_short_for_a_hyperframe_are_left_out_and_counted(tmp_path: Pat
     assert r["backwards"]["of"] == 1
     assert "1 clip(s) left out: shorter than one hyperframe or unreadable" in lines({"fall": r})[1]
     assert check(DEMO_MODEL, spec, (), spec.classes) is None
+
+
+def test_the_sample_is_evenly_spaced_and_bounded_per_class_and_in_all(monkeypatch):
+    import export.clips as clips
+
+    many = [Video(Path(f"a{i:03d}.avi"), 0) for i in range(100)]
+    few = [Video(Path(f"b{i}.avi"), 1) for i in range(5)]
+    got = clips.sample(many + few)
+    assert [v.path.name for v in got if v.labels == 1] == [v.path.name for v in few]
+    a = [int(v.path.stem[1:]) for v in got if v.labels == 0]
+    assert len(a) == clips.PER_CLASS and a[0] == 0 and a[-1] >= 95
+    assert max(np.diff(a)) - min(np.diff(a)) <= 1  # evenly spaced
+    monkeypatch.setattr(clips, "TOTAL", 10)  # two classes: 5 of each
+    assert Counter(v.labels for v in clips.sample(many + few)) == {0: 5, 1: 5}
