@@ -78,7 +78,7 @@ def summarise(cls: str, thresholds: tuple[float, ...], threshold: float, kn: tup
 
 def sample(clips: list[Video]) -> list[Video]:
     """At most ``PER_CLASS`` clips of each class, and ``TOTAL`` in all, evenly spaced in each
-    class's list: each costs a runtime start and its frames (about 0.7 s for 100 frames here)."""
+    class's list: each costs a runtime start and its frames (about 0.8 s for a clip of 100 frames here)."""
     by: dict[int, list[Video]] = {}
     for v in clips:
         by.setdefault(int(v.labels), []).append(v)
@@ -100,7 +100,7 @@ def _scored(model: Path, video: Path) -> Stream | None:
 
 
 def check(model: Path, spec: HyperframeSpec, videos: tuple[Video, ...],
-          classes: tuple[str, ...], kn: tuple[int, int] = (2, 3)) -> dict | None:  # fmt: skip
+          classes: tuple[str, ...]) -> dict | None:  # fmt: skip
     """Every alert class's entry (``summarise``, with the clips left out as unreadable or too
     short) from the clips of ``videos`` labelled whole, scored by the runtime with ``model``;
     None when there are none or nothing alerts."""
@@ -108,8 +108,9 @@ def check(model: Path, spec: HyperframeSpec, videos: tuple[Video, ...],
     if not whole or not spec.alert_classes:
         return None
     thens = {t.cls: t for t in spec.alert_then}
-    scored = [(v, classes[v.labels], _scored(model, v.path)) for v in whole]
-    streams = [(v, label, s) for v, label, s in scored if s is not None]
+    kn = (Options().k, Options().n)  # the runtime's
+    runs = [(v, classes[v.labels], _scored(model, v.path)) for v in whole]
+    streams = [(v, label, s) for v, label, s in runs if s is not None]
     out: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="edge-hf-clips-") as tmp:
         for cls, threshold in spec.alert_classes:
