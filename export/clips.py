@@ -142,6 +142,8 @@ def lines(report: dict | None) -> list[str]:
                 f"{sum(c['of'] for c in others.values())} clips of other classes"
                 f"{f' ({named})' if named else ''} and {b['alert']} of the {b['of']} {cls} clips "
                 "played backwards (as someone getting up).")  # fmt: skip
+        if own["alert"] * 2 < own["of"]:
+            text += f" Fewer than half of the {cls} clips alert: expect most {cls}s to be missed."
         if r.get("left_out"):
             text += (f" {r['left_out']} clip(s) left out: shorter than one hyperframe or "
                      "unreadable.")  # fmt: skip

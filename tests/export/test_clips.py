@@ -45,6 +45,16 @@ def test_a_quiet_model_says_nothing_about_raising_it():
     r = summarise("fall", GRID, 0.8, (2, 3), [("fall", [T, T, F, F]), ("wave", [T, F, F, F])], [])
     assert r["quiet"] == {"threshold": 0.8, "alert": 1, "of": 1}
     assert "lowest threshold" not in lines({"fall": r})[1]
+    assert "Fewer than half" not in lines({"fall": r})[1]  # 1 of 1
+
+
+def test_a_model_that_misses_its_own_alert_clips_says_so():
+    clips = [("fall", [T, F, F, F]), ("fall", [T, T, F, F]), ("fall", [F, F, F, F])]
+    r = summarise("fall", GRID, 0.8, (2, 3), [*clips, ("wave", [F, F, F, F])], [])
+    assert (
+        "Fewer than half of the fall clips alert: expect most falls to be missed"
+        in (lines({"fall": r})[1])
+    )
 
 
 def test_the_runtimes_alert_logic_decides_per_threshold():
