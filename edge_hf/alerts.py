@@ -97,6 +97,7 @@ class AlertLogic:
         self.camera, self.policy, self.fps = camera, policy, fps
         self.labels = [name for name, _ in policy.thresholds]
         self._index = np.array([classes.index(c) for c in self.labels], np.intp)
+        self.columns = self._index  # the labels' columns in a hyperframe's scores
         self._thr = np.array([t for _, t in policy.thresholds], np.float32)
         self._scores = np.zeros(len(self.labels), np.float32)
         self._hits = np.zeros((len(self.labels), policy.n), np.bool_)

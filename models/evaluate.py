@@ -87,8 +87,12 @@ class _Tap:
         self.probs: list[np.ndarray] = []
 
     def update(self, probs: np.ndarray, frame: int, t: float, *screen: np.ndarray):
+        """Two-stage mode (``screen``): the alert classes' scores are the confirming model's,
+        the others (a pose a fall waits for) the screen's, as the alert logic reads them."""
         self.anchors.append(frame)
-        self.probs.append(probs.copy())
+        seen = screen[0].copy() if screen else probs.copy()
+        seen[self.logic.columns] = probs[self.logic.columns]
+        self.probs.append(seen)
         return self.logic.update(probs, frame, t, *screen)
 
     def close(self, frame: int, t: float):

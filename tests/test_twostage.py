@@ -19,7 +19,7 @@ from edge_hf.motion import MotionOptions
 from edge_hf.runtime import RunConfig, Runtime
 from edge_hf.snapshots import SnapshotOptions
 from edge_hf.sources import SourceOptions, open_source
-from edge_hf.spec import Scale
+from edge_hf.spec import Scale, Then
 from tests.allocation import AllocationProbe
 from tests.conftest import save_model, save_openvino
 from tests.motion_model import MOTION_SPEC, constant_model
@@ -168,3 +168,25 @@ def test_the_mailbox_gathers_both_models_at_the_same_anchor():
             assert sampler.frames_of(i, model=1)[0] == got[0]
             spare = full  # buffers circulate: no copy, no allocation
     assert np.count_nonzero(sampler.ring) > 0
+
+
+@pytest.mark.parametrize(("pose_threshold", "alerts"), [(0.3, 1), (0.9, 0)])
+def test_a_fall_that_waits_for_lying_reads_lying_from_the_screen(
+    tmp_path, one_fall, pose_threshold, alerts
+):
+    """The demo model's rule (a fall alerts once lying follows) in two-stage mode: the confirming
+    model decides the fall; lying comes from the screen, which scores every hop (the confirming
+    model sees only the screened ones). Lying was fed as 0, and such a camera never alerted."""
+    three = ("normal", "fall", "lying")
+    rule = (Then("fall", "lying", pose_threshold, 1.0),)
+    screen = replace(MOTION_SPEC, classes=three, alert_then=rule)  # lying about 0.5 once still
+    onnx.save(constant_model(replace(PYRAMID, classes=three), [-5.0, 5.0, -5.0]),
+              tmp_path / "confirm.onnx")  # fmt: skip
+    confirm = save_openvino(tmp_path / "confirm.onnx", tmp_path / "confirm.xml")
+    cfg = RunConfig(cameras=(str(one_fall),), model=save_model(tmp_path / "m.onnx", screen),
+                    confirm=confirm, source_opts=FAST)  # fmt: skip
+    sink = ListSink()
+    rt = Runtime(cfg, [sink], threading.Event())
+    assert rt.run() == 0
+    assert rt.two.confirms >= 2
+    assert len(starts(sink)) == alerts
