@@ -54,8 +54,8 @@ def _spec(cfg: TrainConfig, classes: tuple[str, ...], alerts) -> HyperframeSpec:
 
 
 def warn_about(name: str, cfg: TrainConfig, ds, spec: HyperframeSpec) -> None:
-    """No alert class at all, or alert clips labelled whole: both train a model that alerts
-    badly, and neither stops a run."""
+    """Empty class folders, no alert class at all, or alert clips labelled whole: each trains
+    a model that alerts badly, and none stops a run."""
     if empty := empty_folders(ds.root):
         log.warning("%s: folders of %s with no videos, left out: %s", name, ds.root,
                     ", ".join(empty))  # fmt: skip

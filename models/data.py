@@ -88,9 +88,10 @@ def load(
 
 
 def empty_folders(root: Path) -> list[str]:
-    """Folders of ``root`` with no videos (and no ``segments.csv``): class folders left empty."""
-    return sorted(d.name for d in Path(root).iterdir()
-                  if d.is_dir() and not _videos(d) and not (d / "segments.csv").is_file())  # fmt: skip
+    """Folders of ``root`` with no videos (nor ``segments.csv``; hidden ones aside): class
+    folders left empty."""
+    return sorted(d.name for d in Path(root).iterdir() if d.is_dir() and not d.name.startswith(".")
+                  and not _videos(d) and not (d / "segments.csv").is_file())  # fmt: skip
 
 
 def two_classes(ds: Dataset) -> None:

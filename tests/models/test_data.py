@@ -290,7 +290,7 @@ def test_a_folder_per_class_splits_each_class_in_its_share(tmp_path: Path, tiny_
 
 
 def test_empty_folders_are_the_class_folders_with_no_videos(tmp_path: Path):
-    for d in ("fall", "walk", "streams", "notes"):
+    for d in ("fall", "walk", "streams", "notes", ".ipynb_checkpoints"):
         (tmp_path / d).mkdir()
     (tmp_path / "walk" / "a.avi").write_bytes(b"")
     (tmp_path / "streams" / "segments.csv").write_text("video,start_frame,end_frame,label\n")
