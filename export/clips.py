@@ -91,7 +91,7 @@ def sample(clips: list[Video]) -> list[Video]:
 def _scored(model: Path, video: Path) -> Stream | None:
     """``video`` through the runtime; None when it holds less than one hyperframe or cannot be
     read to the end (the trainer skips such clips too; the runtime has said why on stderr)."""
-    from models.evaluate import scored  # the runtime; imported here to keep export light
+    from models.streams import scored  # the runtime; imported here to keep export light
 
     try:
         return scored(model, video, video.name, [], Options())[0]

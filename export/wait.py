@@ -39,7 +39,7 @@ def segments(labels: tuple[int, ...], classes: tuple[str, ...]) -> tuple[tuple[i
 
 def streams(model: Path, videos: tuple[Video, ...], classes: tuple[str, ...]) -> list[Stream]:
     """The videos with frame labels, each scored by the runtime as a Stream."""
-    from models.evaluate import scored  # the runtime; imported here to keep export light
+    from models.streams import scored  # the runtime; imported here to keep export light
 
     return [
         scored(model, v.path, str(v.path), list(segments(v.labels, classes)), Options())[0]

@@ -354,40 +354,6 @@ def read_segments(path: Path) -> list[tuple[str, int, int, str]]:
     return rows
 
 
-def read_facts(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, str]]:
-    """``videos.csv`` beside a streams folder's segments.csv: a ``video`` column and one column per
-    fact about each video (camera, distance, light ...) -> {video: {column: value}} for
-    ``columns``."""
-    if not path.is_file():
-        raise DataError(f"{path}: not found; --by needs a CSV there with a video column and one "
-                        "column per fact (e.g. video,camera,distance)")  # fmt: skip
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        have = reader.fieldnames or []
-        lost = [c for c in ("video", *columns) if c not in have]
-        if lost:
-            raise DataError(f"{path}: expected the columns video and {list(columns)}, found {have}")
-        out: dict[str, dict[str, str]] = {}
-        for n, r in enumerate(reader, 2):
-            if r["video"] in out:
-                raise DataError(f"{path}:{n}: video {r['video']} is listed twice")
-            out[r["video"]] = {c: (r[c] or "").strip() or "(empty)" for c in columns}
-    return out
-
-
-def stream_facts(root: Path, by: tuple[str, ...], videos: set[str]) -> dict[str, dict[str, str]]:
-    """``root/videos.csv``'s facts ``by`` about each of ``videos`` (those of root/segments.csv;
-    checked before any video is scored)."""
-    if not by:
-        return {}
-    known = read_facts(root / "videos.csv", by)
-    lost = sorted(videos - set(known))
-    if lost:
-        raise DataError(f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of segments.csv, "
-                        f"e.g. {lost[0]}; add one per video")  # fmt: skip
-    return known
-
-
 def window_label(
     labels: tuple[int, ...] | int, frames: list[int], strategy: str, abnormal: frozenset[int]
 ) -> int:

@@ -46,26 +46,20 @@ import json
 import logging
 import sys
 import tempfile
-import threading
 from dataclasses import asdict, replace
 from pathlib import Path
 
-import numpy as np
-
 from edge_hf._values import then_rules
-from edge_hf.alerts import DEFAULT_COOLDOWN, AlertLogic, AlertPolicy
+from edge_hf.alerts import DEFAULT_COOLDOWN, AlertPolicy
 from edge_hf.errors import EdgeHFError
-from edge_hf.runtime import RunConfig, Runtime, alert_policy
-from edge_hf.sources import SourceOptions
 from export.wait import other_waits
-from models.data import DataError, read_segments, stream_facts
+from models.data import DataError, read_segments
 from models.events import (
     GRID,
     KN,
     Options,
     Stream,
     by_fact,
-    events_of,
     misses,
     outcomes,
     peaks,
@@ -74,82 +68,9 @@ from models.events import (
     sweep,
     with_wait,
 )
+from models.streams import load_streams, stream_facts
 
 log = logging.getLogger("models")
-
-
-class _Tap:
-    """Stands in for a camera's AlertLogic: records each hyperframe's scores, then delegates."""
-
-    def __init__(self, logic: AlertLogic) -> None:
-        self.logic, self.labels = logic, logic.labels
-        self.anchors: list[int] = []
-        self.probs: list[np.ndarray] = []
-
-    def update(self, probs: np.ndarray, frame: int, t: float, *screen: np.ndarray):
-        """Two-stage mode (``screen``): the alert classes' scores are the confirming model's,
-        the others (a pose a fall waits for) the screen's, as the alert logic reads them."""
-        self.anchors.append(frame)
-        seen = screen[0].copy() if screen else probs.copy()
-        seen[self.logic.columns] = probs[self.logic.columns]
-        self.probs.append(seen)
-        return self.logic.update(probs, frame, t, *screen)
-
-    def close(self, frame: int, t: float):
-        return self.logic.close(frame, t)
-
-
-def score(model: Path, video: Path, opts: Options) -> tuple[Runtime, _Tap, int]:
-    """Run the runtime over ``video``: (the runtime, the tap on its alert logic, frames read)."""
-    cfg = RunConfig(
-        cameras=(str(video),),
-        model=model,
-        every=opts.every,
-        thresholds=opts.thresholds,
-        source_opts=SourceOptions(fast=True),
-        confirm=opts.confirm,
-        screen_thresholds=opts.screen,
-        then=opts.then,
-    )
-    rt = Runtime(cfg, [], threading.Event())
-    tap = _Tap(rt.cameras[0].logic)
-    rt.cameras[0].logic = tap
-    if rt.run() != 0:
-        raise DataError(f"{video}: the runtime could not read it to the end (see the log above)")
-    return rt, tap, rt.cameras[0].capture.stats.grabbed
-
-
-def load_streams(
-    model: Path, root: Path, rows: list, opts: Options, prefix: str = ""
-) -> tuple[list[Stream], tuple, tuple]:
-    """Every stream of ``rows`` (root/segments.csv, read) through the runtime, named ``prefix``
-    + its path in ``root``: (streams, the model's classes, (alert thresholds, the classes that
-    wait for a pose: the model's unless ``opts.then``))."""
-    per_video: dict[str, list[tuple[int, int, str]]] = {}
-    for video, start, end, label in rows:
-        per_video.setdefault(video, []).append((start, end, label))
-    streams, classes, thresholds = [], (), {}
-    for i, (rel, labels) in enumerate(sorted(per_video.items())):
-        s, rt = scored(model, root / rel, prefix + rel, labels, opts)
-        policy = alert_policy(rt.spec, rt.cfg)
-        classes, thresholds, then = rt.spec.classes, dict(policy.thresholds), policy.then
-        streams.append(s)
-        log.info("%d/%d %s: %d frames, %d hyperframes", i + 1, len(per_video), rel, s.length,
-                 len(s.anchors))  # fmt: skip
-    return streams, classes, (thresholds, then)
-
-
-def scored(model: Path, video: Path, name: str, labels, opts: Options) -> tuple[Stream, Runtime]:
-    """``video`` through the runtime as a Stream, its events from ``labels`` (start, end, label),
-    and the runtime that scored it."""
-    rt, tap, length = score(model, video, opts)
-    events = {c: events_of(labels, c) for c in tap.labels}
-    classes = rt.spec.classes
-    probs = np.stack(tap.probs) if tap.probs else np.zeros((0, len(classes)), np.float32)
-    cost = rt.latency.total + (rt.two.latency.total if rt.two else 0.0)
-    stages = rt.two.counts() if rt.two else ()
-    return Stream(name, rt.cameras[0].source.fps, length, np.array(tap.anchors), probs, events,
-                  tuple(sorted(labels)), cost, stages, classes), rt  # fmt: skip
 
 
 def cost(streams: list[Stream]) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import cv2
 
-from models import data, foreign
+from models import data, foreign, streams
 
 
 def test_it_imports_nothing_of_the_project():
@@ -44,7 +44,7 @@ def test_a_small_set_is_a_folder_dataset_with_labelled_streams(tmp_path: Path):
         n = int(cv2.VideoCapture(str(out / "streams" / video)).get(cv2.CAP_PROP_FRAME_COUNT))
         assert ends[-1] == n - 1 >= 0.5 * 60 * foreign.FPS - 1
     by = ("figure", "others", "scene")
-    facts = data.stream_facts(out / "streams", by, {"stream_000.mp4", "stream_001.mp4"})
+    facts = streams.stream_facts(out / "streams", by, {"stream_000.mp4", "stream_001.mp4"})
     for video, fact in facts.items():
         scene, _ = foreign.story(int(1e7) + 900_000 + int(video[7:10]), 1)
         assert fact == {
