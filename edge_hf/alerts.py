@@ -97,7 +97,6 @@ class AlertLogic:
         self.camera, self.policy, self.fps = camera, policy, fps
         self.labels = [name for name, _ in policy.thresholds]
         self._index = np.array([classes.index(c) for c in self.labels], np.intp)
-        self.columns = self._index  # the labels' columns in a hyperframe's scores
         self._thr = np.array([t for _, t in policy.thresholds], np.float32)
         self._scores = np.zeros(len(self.labels), np.float32)
         self._hits = np.zeros((len(self.labels), policy.n), np.bool_)
@@ -112,8 +111,8 @@ class AlertLogic:
         self, probs: np.ndarray, frame: int, t: float, screen: np.ndarray | None = None
     ) -> tuple[Event, ...]:
         """``screen`` (two-stage mode): the screening model's scores of this hyperframe, which
-        the events it starts carry beside ``probs``'s (the confirming model's, alert classes
-        only), and where a class that waits for a pose reads the pose's score."""
+        the events it starts carry beside ``probs``'s (there the alert classes' are the
+        confirming model's, the others the screen's: edge_hf.twostage)."""
         np.take(probs, self._index, out=self._scores)
         np.greater_equal(self._scores, self._thr, out=self._hits[:, self._pos])
         self._window[:, self._pos] = self._scores
@@ -129,9 +128,8 @@ class AlertLogic:
                 hit = None
                 if hits >= k and frame >= self._quiet_until[c]:  # peak: at least the threshold
                     hit = (score, float(self._window[c].max()), self._first_hit(c))
-                if self._then.pose[c] >= 0:  # it waits for its pose (two-stage: screened)
-                    seen = probs if screen is None else screen
-                    hit = self._then.follows(c, float(seen[self._then.pose[c]]), frame, hit)
+                if self._then.pose[c] >= 0:  # it waits for its pose
+                    hit = self._then.follows(c, float(probs[self._then.pose[c]]), frame, hit)
                 if hit is not None:
                     ev = Event(
                         "start",

@@ -1,7 +1,8 @@
 """Two-stage alerts: a cheap screening model scores every hop; a hyperframe whose screening score
 for an alert class reaches a lower *screening* threshold goes to the confirming model (a temporal
 pyramid, say) on the same anchor of the same ring, and only the confirming model's score reaches
-the alert logic. A hop the screen lets pass counts as a miss for k-of-n, so an event fires only
+the alert logic (with the screen's scores of the other classes: a pose an alert waits for is
+the screen's). A hop the screen lets pass counts as a miss for k-of-n, so an event fires only
 where the confirming model confirms; it carries both scores (``Event.score``, ``Event.screen``).
 
 The confirming model's inputs are gathered by each camera's mailbox with the screen's (the ring
@@ -109,13 +110,15 @@ class TwoStage:
 
     def run(self, n: int, cameras: list[Camera | None], probs: np.ndarray) -> np.ndarray:
         """Screen rows ``0..n-1`` (their screening scores in ``probs``), confirm those that
-        pass; the scores for the alert logic: the confirming model's for the alert classes of
-        a row it scored, 0 elsewhere."""
-        self.fed.fill(0.0)
+        pass. The scores for the alert logic: for its alert classes, the confirming model's of
+        a row it scored and 0 elsewhere; for the other classes (a pose a fall waits for), the
+        screen's."""
+        np.copyto(self.fed[:n], probs[:n])
         m = 0
         for r in range(n):
             g = self.gates[cameras[r].name]
             np.take(probs[r], g.screen_cols, out=g.scores)
+            np.put(self.fed[r], g.screen_cols, 0.0)
             np.greater_equal(g.scores, g.screen_thr, out=g.hit)
             if g.hit.any():
                 self._copy(r, m)

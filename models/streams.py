@@ -30,12 +30,10 @@ class Tap:
         self.probs: list[np.ndarray] = []
 
     def update(self, probs: np.ndarray, frame: int, t: float, *screen: np.ndarray):
-        """Two-stage mode (``screen``): the alert classes' scores are the confirming model's,
-        the others (a pose a fall waits for) the screen's, as the alert logic reads them."""
+        """Two-stage mode (``screen``): ``probs`` are the confirming model's scores of the alert
+        classes and the screen's of the others (edge_hf.twostage), as the alert logic reads them."""
         self.anchors.append(frame)
-        seen = screen[0].copy() if screen else probs.copy()
-        seen[self.logic.columns] = probs[self.logic.columns]
-        self.probs.append(seen)
+        self.probs.append(probs.copy())
         return self.logic.update(probs, frame, t, *screen)
 
     def close(self, frame: int, t: float):

@@ -197,16 +197,3 @@ def test_then_must_name_the_models_classes():
     ruled = replace(spec, alert_then=(Then("fall", "lying"),))  # the model's, unless --then
     assert alert_policy(ruled, RunConfig(cameras=("x",))).then == ruled.alert_then
     assert alert_policy(ruled, RunConfig(cameras=("x",), then=())).then == ()
-
-
-def test_two_stage_the_pose_is_read_from_the_screening_scores():
-    """Two-stage mode feeds the confirming model's scores for the alert classes only (the rest
-    0): lying comes from the screening model's scores, which score every hyperframe."""
-    policy = AlertPolicy((("fall", 0.5),), 2, 3, 0.0, (Then("fall", "lying", 0.6, 0.5),))
-    logic = AlertLogic("cam", POSES, policy, 10.0)
-    fall, lying = [0.9, 0.9, 0.1, 0.1, 0.1], [0.0, 0.0, 0.9, 0.9, 0.9]
-    out = []
-    for i, (f, ly) in enumerate(zip(fall, lying, strict=True)):
-        fed, screen = np.array([0.0, f, 0.0], np.float32), np.array([0.0, f, ly], np.float32)
-        out += [e.frame for e in logic.update(fed, i, 0.0, screen) if e.kind == "start"]
-    assert out == [3]

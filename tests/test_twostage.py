@@ -187,6 +187,14 @@ def test_a_fall_that_waits_for_lying_reads_lying_from_the_screen(
                     confirm=confirm, source_opts=FAST)  # fmt: skip
     sink = ListSink()
     rt = Runtime(cfg, [sink], threading.Event())
+    logic, fed = rt.cameras[0].logic, []
+    update = logic.update
+    logic.update = lambda probs, *a: fed.append((probs.copy(), a[2].copy())) or update(probs, *a)
     assert rt.run() == 0
     assert rt.two.confirms >= 2
     assert len(starts(sink)) == alerts
+    # what the alert logic (and the evaluator's replay) reads: the confirming model's fall on
+    # the rows it scored, 0 on the others; the screen's normal and lying on every row
+    for probs, screen in fed:
+        assert probs[1] > 0.99 if screen[1] >= 0.5 else probs[1] == 0.0
+        assert probs[0] == screen[0] and probs[2] == screen[2]
