@@ -116,6 +116,7 @@ def summary(report: dict) -> str:
             )
         if not r["recommended"]["meets_target"]:
             lines.append(f"({cls}: no threshold meets the false-alarm target)")
+        lines += none_in_time(cls, r, report["options"]["target"])
         if r["events"]:
             top = [e["peak"] for e in r["events"]]
             lines.append(
@@ -137,3 +138,20 @@ def summary(report: dict) -> str:
                                   f"{g['false_per_hour']:.2f} false/h" for v, g in groups.items())  # fmt: skip
                 lines.append(f"({cls}, {title}, by {column}: {shown})")
     return "\n".join(lines)
+
+
+def none_in_time(cls: str, r: dict, target: float) -> list[str]:
+    """A line when the recommended point catches no event in time: a threshold that quiet is no
+    detector, and what the most in time costs instead."""
+    rec = r["recommended"]
+    if not rec["events"] or rec["in_time"]:
+        return []
+    best = max(r["sweep"], key=lambda p: (p["in_time"], -p["false_per_hour"]))
+    if not best["in_time"]:
+        return [f"({cls}: no point of the sweep catches any of the {rec['events']} in time)"]
+    return [
+        f"({cls}: the recommended point catches none of the {rec['events']} in time: within "
+        f"{target:g} false alarms an hour this model misses every one; the most in time, "
+        f"{best['in_time']}, cost {best['false_per_hour']:.2f} false/h (threshold "
+        f"{best['threshold']:g}, {best['k']}/{best['n']}))"
+    ]
