@@ -7,7 +7,8 @@ import time
 
 
 class Stopper:
-    """Chooses the checkpoint (best validation top-1; ties: lower validation loss) and says when
+    """Chooses the checkpoint (best validation score: top-1, or its mean with the alert AUC,
+    models.choice; ties: lower validation loss) and says when
     to stop: ``patience`` epochs in a row that improve neither the checkpoint nor the validation
     loss (a plateau), or the time limit."""
 

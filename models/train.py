@@ -24,7 +24,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-import numpy as np
 import torch
 from timm.utils.model_ema import ModelEmaV3
 from torch.utils.data import DataLoader
@@ -36,13 +35,14 @@ from models import data as datasets
 from models.alerts import alert_names, spec_for, warn_about
 from models.augment import AugConfig
 from models.cache import FrameCache
+from models.choice import evaluate, whole_alerts
 from models.config import TrainConfig, parse
 from models.data import DataError
 from models.dataset import EvalSet, TrainSet, Windows, collate
 from models.flips import FlipPlan
-from models.metrics import confusion, summary
+from models.metrics import summary
 from models.mil import AFTER, choose, describe
-from models.model import HyperframeNet, build
+from models.model import build
 from models.report import plot_confusion, plot_curves
 from models.stopper import Stopper
 
@@ -55,6 +55,7 @@ class Loaders(NamedTuple):
     test: DataLoader | None  # reported once, with the chosen weights (None: no test videos)
     video_level: bool  # one label per video: accuracy per video, else per window
     flip: FlipPlan
+    alerts: tuple[int, ...]  # alert classes with validation clips labelled whole (models.choice)
 
 
 def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loaders:
@@ -85,33 +86,15 @@ def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loa
     test = (
         DataLoader(EvalSet(windows(ds.test), cfg.eval_clips), cfg.batch, **kw) if ds.test else None
     )
+    val = EvalSet(windows(ds.val), cfg.eval_clips)
     return Loaders(
         DataLoader(train, cfg.batch, shuffle=True, drop_last=len(train) > cfg.batch, **train_kw),
-        DataLoader(EvalSet(windows(ds.val), cfg.eval_clips), cfg.batch, **kw),
+        DataLoader(val, cfg.batch, **kw),
         test,
         all(v.video_class >= 0 for v in ds.val + ds.test),
         flip,
+        whole_alerts(val.w, abnormal),
     )
-
-
-def evaluate(
-    model: HyperframeNet, loader: DataLoader, n: int, video_level: bool, device: torch.device
-) -> tuple[np.ndarray, float]:
-    """Confusion matrix over videos (logits of a video's windows averaged) or over windows."""
-    model.eval()
-    logits, truth, clips = [], [], []
-    with torch.no_grad():
-        for x, y, c in loader:
-            logits.append(model(x.to(device)).float().cpu())
-            truth.append(y)
-            clips.append(c)
-    lg, tr, cl = torch.cat(logits), torch.cat(truth).numpy(), torch.cat(clips).numpy()
-    loss = float(torch.nn.functional.cross_entropy(lg, torch.from_numpy(tr)))
-    if video_level:
-        ids = np.unique(cl)
-        lg = torch.stack([lg[torch.from_numpy(cl == i)].mean(0) for i in ids])
-        tr = np.array([tr[cl == i][0] for i in ids])
-    return confusion(tr, lg.argmax(1).numpy(), n), loss
 
 
 def schedule(cfg: TrainConfig, steps_per_epoch: int):
@@ -172,7 +155,7 @@ def train(cfg: TrainConfig) -> dict:
         began = start_metrics(cfg.pretrained, model, dl, ds.classes, device)
     stop = Stopper(cfg.patience, cfg.time_limit * 60.0)
     for row in history:
-        stop.update(row["epoch"], row["top1"], row["val_loss"])
+        stop.update(row["epoch"], row.get("choice", row["top1"]), row["val_loss"])
     amp = device.type == "cuda"
     scaler = torch.amp.GradScaler(enabled=amp)
     reason = f"epochs: all {cfg.epochs} run"
@@ -185,14 +168,18 @@ def train(cfg: TrainConfig) -> dict:
                 log.info("epoch %d: %s", epoch + 1, describe(chosen))
         desc = f"{name} {epoch + 1}/{cfg.epochs}"
         row = run_epoch(model, dl.train, (opt, sched, ema), scaler, amp, device, desc)
-        cm, val_loss = evaluate(judged, dl.val, len(ds.classes), dl.video_level, device)
+        cm, val_loss, auc = evaluate(judged, dl.val, len(ds.classes), dl.video_level, device,
+                                     dl.alerts)  # fmt: skip
         row.update(epoch=epoch + 1, val_loss=val_loss, **summary(cm, ds.classes))
+        if auc is not None:
+            row.update(alert_auc=auc, choice=(row["top1"] + auc) / 2)
         if chosen:
             row["action_windows"] = chosen["kept"]
         history.append(row)
         log.info(
-            "epoch %d: loss %.3f, val loss %.3f, val top1 %.3f, macro-F1 %.3f, %.0f samples/s",
+            "epoch %d: loss %.3f, val loss %.3f, val top1 %.3f, macro-F1 %.3f, %.0f samples/s%s",
             epoch + 1, row["loss"], val_loss, row["top1"], row["macro_f1"], row["samples_per_s"],
+            "" if auc is None else f", alert AUC {auc:.3f}",
         )  # fmt: skip
         state = {
             "model": judged.state_dict(),
@@ -200,7 +187,7 @@ def train(cfg: TrainConfig) -> dict:
             "config": json.dumps(cfg.to_dict()),
             "epoch": epoch + 1,
         }
-        if stop.update(epoch + 1, row["top1"], val_loss):
+        if stop.update(epoch + 1, row.get("choice", row["top1"]), val_loss):
             torch.save(state, out / "best.pt")
         resumable = {
             "optimizer": opt.state_dict(),
@@ -216,7 +203,8 @@ def train(cfg: TrainConfig) -> dict:
             break
     log.info("%s: stopped after epoch %d: %s", name, len(history), reason)
     test = held_out_metrics(out / "best.pt", model, dl, ds.classes, device)
-    stopped = {"reason": reason, "epochs_run": len(history), "best_epoch": stop.best_epoch}
+    stopped = {"reason": reason, "epochs_run": len(history), "best_epoch": stop.best_epoch,
+               "chosen_on": "val top-1 and alert AUC" if dl.alerts else "val top-1"}  # fmt: skip
     return write_results(out, name, cfg, ds, history, stopped, test, began, dl.flip)
 
 
@@ -251,7 +239,7 @@ def held_out_metrics(best: Path, model, dl: Loaders, classes, device) -> dict | 
 
 def split_metrics(model, loader: DataLoader, dl: Loaders, classes, device) -> dict:
     """Loss and ``summary`` of one evaluation split (videos or windows, as ``dl`` says)."""
-    cm, loss = evaluate(model, loader, len(classes), dl.video_level, device)
+    cm, loss, _ = evaluate(model, loader, len(classes), dl.video_level, device)
     return {"loss": loss, **summary(cm, classes)}
 
 

@@ -64,7 +64,10 @@ def test_one_epoch_writes_checkpoint_metrics_and_plots(one_epoch: Path):
     assert len(row["confusion"]) == 6 and sum(map(sum, row["confusion"])) == 3
     assert sum(map(sum, m["test"]["confusion"])) == 12 and m["test_top1"] == m["test"]["top1"]
     assert m["videos"] == {"train": 9, "val": 3, "test": 12}
-    assert m["stopped"] == {"reason": "epochs: all 1 run", "epochs_run": 1, "best_epoch": 1}
+    assert m["stopped"] == {"reason": "epochs: all 1 run", "epochs_run": 1, "best_epoch": 1,
+                            "chosen_on": "val top-1 and alert AUC"}  # fmt: skip
+    # its fall clips are labelled whole: the epoch's score is the mean with their AUC
+    assert 0 <= row["alert_auc"] <= 1 and row["choice"] == (row["top1"] + row["alert_auc"]) / 2
     assert m["flip"]["swap"] == {"walk_left": "walk_right", "walk_right": "walk_left"}
     assert set(row["per_class"]["fall"]) == {"precision", "recall"}
 
