@@ -37,7 +37,8 @@ def test_a_fall_clip_is_scored_by_its_best_window_not_its_average():
                     9: (HOLD, [0.4, 0.4])})  # fmt: skip
     assert alert_auc(*seen, (FALL,)) == 1.0
     blind = windows({7: (FALL, [0.05, 0.3, 0.2]), 8: (WALK, [0.2, 0.3]), 9: (HOLD, [0.4, 0.4])})
-    assert alert_auc(*blind, (FALL,)) == pytest.approx(0.25)  # tied with the walk (half), under the hold
+    # the fall's best window is tied with the walk's (half) and under the hold's
+    assert alert_auc(*blind, (FALL,)) == pytest.approx(0.25)
     assert alert_auc(*windows({8: (WALK, [0.2]), 9: (HOLD, [0.4])}), (FALL,)) is None
 
 
