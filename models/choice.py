@@ -58,7 +58,7 @@ def evaluate(
 ) -> tuple[np.ndarray, float, float | None]:
     """Confusion matrix over videos (logits of a video's windows averaged) or over windows, the
     loss, and the AUC of the ``alerts``' videos by their best windows (models.choice; None:
-    not asked for, or not per video)."""  # fmt: skip
+    not asked for, or not per video)."""
     model.eval()
     logits, truth, clips = [], [], []
     with torch.no_grad():
@@ -68,11 +68,11 @@ def evaluate(
             clips.append(c)
     lg, tr, cl = torch.cat(logits), torch.cat(truth).numpy(), torch.cat(clips).numpy()
     loss = float(torch.nn.functional.cross_entropy(lg, torch.from_numpy(tr)))
-    auc = None
+    ranked = None
     if video_level and alerts:
-        auc = alert_auc(torch.softmax(lg, 1).numpy(), cl, tr, alerts)
+        ranked = alert_auc(torch.softmax(lg, 1).numpy(), cl, tr, alerts)
     if video_level:
         ids = np.unique(cl)
         lg = torch.stack([lg[torch.from_numpy(cl == i)].mean(0) for i in ids])
         tr = np.array([tr[cl == i][0] for i in ids])
-    return confusion(tr, lg.argmax(1).numpy(), n), loss, auc
+    return confusion(tr, lg.argmax(1).numpy(), n), loss, ranked
