@@ -16,6 +16,8 @@ images; shown as its own channels it is there from the first step.
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 
 import timm
@@ -26,6 +28,7 @@ INFLATIONS = ("tile-scaled", "tile", "mean", "random")
 INPUTS = ("frames", "diff")
 DIFF_GAIN = 4.0  # frame differences are small next to the frames; BN after conv1 sees both
 _BGR = [2, 1, 0]  # RGB weights -> BGR input order
+log = logging.getLogger("models")
 
 
 def diff_mix(frames: int) -> torch.Tensor:
@@ -114,6 +117,7 @@ def build(
     size: int | tuple[int, int] | None = None,
     input_mode: str = "frames",
     scales: int = 1,
+    classes: tuple[str, ...] | None = None,
 ) -> HyperframeNet:
     """A hyperframe model; with ``scales`` > 1 a temporal pyramid (models.pyramid) whose
     backbone is shared by the scales and whose head sees all their features."""
@@ -132,7 +136,7 @@ def build(
 
         net = PyramidNet(backbone, frames, scales, num_classes, input_mode)
     if pretrained:
-        load_pretrained(net, pretrained, inflation)
+        load_pretrained(net, pretrained, inflation, classes)
     if stem_bn:  # seed 4.3: a fresh BatchNorm after the stem relearns the input's scale
         conv = net.stem()
         backbone.set_submodule(
@@ -141,16 +145,21 @@ def build(
     return net
 
 
-def load_pretrained(net: HyperframeNet, source: str, inflation: str) -> None:
+def load_pretrained(
+    net: HyperframeNet, source: str, inflation: str, classes: tuple[str, ...] | None = None
+) -> None:
     """3-channel weights from a local file (or a URL, for online machines) into a 3T model; or
     an edge-hf ``best.pt`` of the same backbone and T (a curriculum: a model trained on easy
-    scenes is the start on hard ones), its head dropped when the classes differ."""
+    scenes is the start on hard ones; a fall model of another world, on a user's folders). When
+    the classes differ, the head's rows of the classes both name alike (``classes``; any case or
+    separators) are kept from a checkpoint of the same T and the others start afresh."""
     if "://" in source:
         state = torch.hub.load_state_dict_from_url(source, map_location="cpu", weights_only=True)
     else:
         if not Path(source).is_file():
             raise FileNotFoundError(f"pretrained weights {source} do not exist")
         state = torch.load(source, map_location="cpu", weights_only=True)
+    theirs, their_frames = _spec_of(state)
     state = state.get("state_dict", state.get("model", state)) if isinstance(state, dict) else state
     own = net.backbone.state_dict()
     key = f"{net.first_conv}.weight"
@@ -177,11 +186,56 @@ def load_pretrained(net: HyperframeNet, source: str, inflation: str) -> None:
             f"pretrained weights {source} do not fit {bad[:3]}: is it the same architecture? "
             "(--pretrained '' starts from scratch)"
         )
+    carried = {}
+    if classes and _renamed(theirs, classes):  # as many classes of other names: not their head
+        if their_frames == net.frames:  # a T=1 posture head reads stills, not actions
+            carried = _carry_head(net, state, head, theirs, classes)
+        dropped = [k for k in state if k.startswith(head)]
     for k in dropped:
         del state[k]
+    state.update(carried)
     missing, unexpected = net.backbone.load_state_dict(state, strict=False)
     unexpected = [k for k in unexpected if not k.startswith(head)]
     if unexpected:
         raise ValueError(
             f"pretrained weights {source} have keys this model lacks: {unexpected[:3]}"
         )
+
+
+def _spec_of(ckpt: object) -> tuple[tuple[str, ...], int]:
+    """The classes and frames of an edge-hf checkpoint (its spec); none and 0 for other weights."""
+    spec = ckpt.get("spec") if isinstance(ckpt, dict) else None
+    spec = json.loads(spec) if isinstance(spec, str) else None
+    if not isinstance(spec, dict):
+        return (), 0
+    return tuple(spec.get("classes", ())), spec.get("frames", 0)
+
+
+def _renamed(theirs: tuple[str, ...], classes: tuple[str, ...] | None) -> bool:
+    """Whether a checkpoint's head (its classes ``theirs``) answers for other classes."""
+    from models.alerts import bare  # models.alerts -> models.config imports this module
+
+    return bool(theirs) and [bare(c) for c in theirs] != [bare(c) for c in classes or ()]
+
+
+def _carry_head(net, state: dict, head: str, theirs: tuple[str, ...], classes) -> dict:
+    """This model's fresh head with the rows of the classes it shares by name with ``theirs``
+    (any case or separators) copied from ``state``'s head."""
+    from models.alerts import bare  # models.alerts -> models.config imports this module
+
+    own = net.backbone.state_dict()
+    keys = (f"{head}.weight", f"{head}.bias")
+    if not all(k in own and k in state for k in keys):
+        return {}
+    where = {bare(c): i for i, c in enumerate(theirs)}
+    pairs = [(i, where[bare(c)]) for i, c in enumerate(classes) if bare(c) in where]
+    if len(theirs) != len(state[keys[1]]) or not pairs:
+        return {}
+    new = {k: own[k].clone() for k in keys}
+    for k in keys:
+        for mine, its in pairs:
+            new[k][mine] = state[k][its]
+    log.info(
+        "head rows kept from the starting weights: %s", ", ".join(classes[i] for i, _ in pairs)
+    )
+    return new

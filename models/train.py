@@ -143,6 +143,7 @@ def train(cfg: TrainConfig) -> dict:
         size=cfg.hw,
         input_mode=cfg.input_mode,
         scales=len(spec.inputs),
+        classes=ds.classes,
     ).to(device)
     opt = optimizer(cfg, model)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg, len(dl.train)))

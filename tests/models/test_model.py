@@ -6,6 +6,7 @@ import pytest
 import timm
 import torch
 
+from edge_hf.spec import HyperframeSpec
 from models.model import build, inflate
 
 
@@ -117,6 +118,49 @@ def test_an_edge_hf_checkpoint_is_a_start_for_another_class_list(tmp_path):
         net.backbone.blocks[1][0].conv_pw.weight, easy.backbone.blocks[1][0].conv_pw.weight
     )
     assert net.backbone.classifier.weight.shape[0] == 7
+
+
+def _checkpoint(tmp_path, frames: int, classes: tuple[str, ...]) -> tuple[Path, dict]:
+    net = build("mobilenetv3_small_100", frames, len(classes))
+    torch.nn.init.normal_(net.backbone.classifier.weight)
+    torch.nn.init.normal_(net.backbone.classifier.bias)
+    spec = HyperframeSpec(frames=frames, stride=1, size=(64, 64), classes=classes)
+    torch.save({"model": net.state_dict(), "spec": spec.to_json()}, tmp_path / "best.pt")
+    return tmp_path / "best.pt", net.backbone.classifier.state_dict()
+
+
+@pytest.mark.parametrize(
+    "mine",
+    [
+        ("Fall", "sit", "walk-left"),  # fewer classes, other case and separators, one new
+        ("walk_left", "sit", "fall", "lying"),  # as many classes as the checkpoint, other names
+    ],
+)
+def test_a_fall_model_starts_a_users_classes_with_the_rows_they_share(tmp_path, mine):
+    """A model of another world's classes starts a user's: the head's rows of the classes both
+    name alike start as the checkpoint's, the others afresh, whatever the class count."""
+    path, head = _checkpoint(tmp_path, 3, ("walk_left", "fall", "lie_down", "other"))
+    net = build("mobilenetv3_small_100", 3, len(mine), pretrained=str(path), classes=mine)
+    got = net.backbone.classifier.state_dict()
+    theirs = {"fall": 1, "sit": None, "walkleft": 0, "lying": None}
+    for i, name in enumerate(mine):
+        row = theirs[name.lower().replace("_", "").replace("-", "")]
+        for k in ("weight", "bias"):
+            if row is None:  # a fresh row is none of the checkpoint's
+                assert not any(torch.equal(got[k][i], r) for r in head[k]), (name, k)
+            else:
+                torch.testing.assert_close(got[k][i], head[k][row])
+
+
+@pytest.mark.parametrize("mine", [("lying", "hold", "x"), ("hold", "lying")])
+def test_a_single_frame_checkpoint_keeps_no_head_rows(tmp_path, mine):
+    """A T=1 posture model's head reads stills: a T=3 model of some of its class names starts
+    its head afresh (the shipped posture weights start the realtime recipe so), and as many
+    classes in another order do not keep its head either."""
+    path, head = _checkpoint(tmp_path, 1, ("lying", "hold"))
+    net = build("mobilenetv3_small_100", 3, len(mine), pretrained=str(path), classes=mine)
+    got = net.backbone.classifier.weight
+    assert not any(torch.equal(got[i], r) for i in range(len(mine)) for r in head["weight"])
 
 
 @pytest.mark.parametrize("frames", [1, 3])
