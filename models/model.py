@@ -159,24 +159,17 @@ def load_pretrained(
         if not Path(source).is_file():
             raise FileNotFoundError(f"pretrained weights {source} do not exist")
         state = torch.load(source, map_location="cpu", weights_only=True)
-    theirs, their_frames = _spec_of(state)
+    theirs, their_frames, their_mode = _spec_of(state)
     state = state.get("state_dict", state.get("model", state)) if isinstance(state, dict) else state
     own = net.backbone.state_dict()
     key = f"{net.first_conv}.weight"
     edge = any(k.startswith("backbone.") for k in state)  # an edge-hf checkpoint (best.pt)
     if edge:
         state = {k[len("backbone.") :]: v for k, v in state.items() if k.startswith("backbone.")}
+    if edge and their_frames > 1 and their_mode in INPUTS and key in state:  # a hyperframe model's
+        state[key] = restem(state[key], their_mode, net.frames, net.adapter.mode)
     if key in state and state[key].shape[1] == 3:
-        rgb = state[key][:, _BGR] if edge else state[key]  # edge-hf stems are BGR already
-        if own[key].shape[1] == 3:  # T=1
-            state[key] = rgb[:, _BGR]
-        elif inflation == "random":
-            del state[key]
-        elif net.adapter.mode == "diff":  # the 3-channel model on the centre frame, at first
-            w = rgb[:, _BGR]
-            state[key] = torch.cat([w, torch.zeros_like(w).repeat(1, net.frames - 1, 1, 1)], 1)
-        else:
-            state[key] = inflate(rgb, net.frames, inflation)
+        _inflate_stem(net, state, key, edge, inflation)
     # a different head (class count) is expected; anything else mismatched is an error
     dropped = [k for k, v in state.items() if k in own and v.shape != own[k].shape]
     head = net.backbone.default_cfg.get("classifier", "classifier")
@@ -202,13 +195,49 @@ def load_pretrained(
         )
 
 
-def _spec_of(ckpt: object) -> tuple[tuple[str, ...], int]:
-    """The classes and frames of an edge-hf checkpoint (its spec); none and 0 for other weights."""
+def _inflate_stem(net: HyperframeNet, state: dict, key: str, edge: bool, inflation: str) -> None:
+    """A 3-channel stem (RGB, or an edge-hf T=1 model's BGR) as this model's."""
+    rgb = state[key][:, _BGR] if edge else state[key]  # edge-hf stems are BGR already
+    if net.frames == 1:
+        state[key] = rgb[:, _BGR]
+    elif inflation == "random":
+        del state[key]
+    elif net.adapter.mode == "diff":  # the 3-channel model on the centre frame, at first
+        w = rgb[:, _BGR]
+        state[key] = torch.cat([w, torch.zeros_like(w).repeat(1, net.frames - 1, 1, 1)], 1)
+    else:
+        state[key] = inflate(rgb, net.frames, inflation)
+
+
+def _spec_of(ckpt: object) -> tuple[tuple[str, ...], int, str]:
+    """The classes, frames and input mode of an edge-hf checkpoint; none, 0 and "" for others."""
     spec = ckpt.get("spec") if isinstance(ckpt, dict) else None
     spec = json.loads(spec) if isinstance(spec, str) else None
     if not isinstance(spec, dict):
-        return (), 0
-    return tuple(spec.get("classes", ())), spec.get("frames", 0)
+        return (), 0, ""
+    cfg = ckpt.get("config")
+    cfg = json.loads(cfg) if isinstance(cfg, str) else {}
+    mode = cfg.get("input_mode", "") if isinstance(cfg, dict) else ""
+    return tuple(spec.get("classes", ())), spec.get("frames", 0), mode
+
+
+def restem(stem: torch.Tensor, mode: str, frames: int, to: str) -> torch.Tensor:
+    """A hyperframe model's stem (input ``mode``) as the stem of ``frames`` frames and input
+    ``to``: at first the new model sees what the old one saw around the centre frame (its centre
+    frame as it was, each frame difference at the same place from the centre, any further ones
+    zero). A 3-frame fall model starts a model of 1, 5 or 7 frames, of either input."""
+    t = stem.shape[1] // 3
+    if (t, mode) == (frames, to):
+        return stem
+    if mode == "frames":  # the same stem on the centre frame and the differences
+        stem = torch.einsum("oihw,ij->ojhw", stem, torch.linalg.inv(diff_mix(t)))
+    out = stem.new_zeros(stem.shape[0], 3 * frames, *stem.shape[2:])
+    out[:, :3] = stem[:, :3]
+    shift = frames // 2 - t // 2
+    for k in range(1, t):
+        if 1 <= k + shift < frames:
+            out[:, 3 * (k + shift) : 3 * (k + shift) + 3] = stem[:, 3 * k : 3 * k + 3]
+    return torch.einsum("oihw,ij->ojhw", out, diff_mix(frames)) if to == "frames" else out
 
 
 def _renamed(theirs: tuple[str, ...], classes: tuple[str, ...] | None) -> bool:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,29 @@ def test_a_single_frame_checkpoint_keeps_no_head_rows(tmp_path, mine):
     net = build("mobilenetv3_small_100", 3, len(mine), pretrained=str(path), classes=mine)
     got = net.backbone.classifier.weight
     assert not any(torch.equal(got[i], r) for i in range(len(mine)) for r in head["weight"])
+
+
+@pytest.mark.parametrize("frames", [1, 3, 5, 7])
+@pytest.mark.parametrize(
+    ("theirs", "mine"), [("diff", "diff"), ("diff", "frames"), ("frames", "diff")]
+)
+def test_a_three_frame_model_starts_one_of_other_frames_and_input(tmp_path, frames, theirs, mine):
+    """The realtime recipe's fall model (T=3, diff input) starts a model of 1, 3, 5 or 7 frames
+    and either input: at first it sees what the 3-frame model saw around the centre frame."""
+    three = build("mobilenetv3_small_100", 3, 4, input_mode=theirs).eval()
+    torch.nn.init.normal_(three.stem().weight)
+    spec = HyperframeSpec(frames=3, stride=1, size=(64, 64), classes=("a", "b", "c", "d"))
+    config = json.dumps({"input_mode": theirs})
+    torch.save({"model": three.state_dict(), "spec": spec.to_json(), "config": config},
+               tmp_path / "best.pt")  # fmt: skip
+    net = build("mobilenetv3_small_100", frames, 4, pretrained=str(tmp_path / "best.pt"),
+                input_mode=mine, classes=spec.classes).eval()  # fmt: skip
+    clip = torch.randint(0, 256, (2, frames + 2, 64, 64, 3), dtype=torch.uint8)
+    c = frames // 2 + 1  # the centre frame of both windows
+    with torch.no_grad():
+        got = net(clip[:, c - frames // 2 : c + frames // 2 + 1])
+        want = three(clip[:, c - 1 : c + 2] if frames > 1 else clip[:, [c, c, c]])
+    torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.parametrize("frames", [1, 3])
