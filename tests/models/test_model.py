@@ -221,3 +221,21 @@ def test_the_shipped_posture_weights_start_the_realtime_model(name: str):
         net.backbone.blocks[3][0].conv_pw.weight,
         ckpt["model"]["backbone.blocks.3.0.conv_pw.weight"],
     )
+
+
+@pytest.mark.parametrize("frames", [1, 3, 5])
+def test_the_shipped_fall_model_starts_a_users_classes(frames: int):
+    """models/weights/falls-t3.pt (the realtime recipe's start; README: Starting from a fall
+    model) starts a user's folder of other classes in any order and T: the stem sees what the
+    fall model saw around the centre frame, and at T=3 `fall` starts as its fall."""
+    path = Path(__file__).parents[2] / "models" / "weights" / "falls-t3.pt"
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    spec = json.loads(ckpt["spec"])
+    assert spec["frames"] == 3 and "fall" in spec["classes"]
+    mine = ("wave", "Fall", "sit")
+    net = build("mobilenetv3_small_100", frames, 3, pretrained=str(path), input_mode="diff",
+                classes=mine)  # fmt: skip
+    stem = ckpt["model"]["backbone.conv_stem.weight"]
+    torch.testing.assert_close(net.stem().weight[:, :3], stem[:, :3])
+    fall = ckpt["model"]["backbone.classifier.weight"][spec["classes"].index("fall")]
+    assert torch.equal(net.backbone.classifier.weight[1], fall) == (frames == 3)

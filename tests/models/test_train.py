@@ -209,10 +209,10 @@ def test_every_recipe_parses():
 
 
 def test_a_recipe_starts_from_weights_beside_it_unless_told_otherwise(tmp_path: Path):
-    """realtime-cpu starts from the shipped posture weights, found from any working folder;
+    """realtime-cpu starts from the shipped fall model, found from any working folder;
     --pretrained '' starts from scratch; a recipe's relative path is relative to the recipe."""
     cfg = parse(["--recipe", "realtime-cpu", "--data", "x"])
-    assert Path(cfg.pretrained).is_file() and cfg.pretrained.endswith("weights/posture-ft7.pt")
+    assert Path(cfg.pretrained).is_file() and cfg.pretrained.endswith("weights/falls-t3.pt")
     assert parse(["--recipe", "realtime-cpu", "--data", "x", "--pretrained", ""]).pretrained == ""
     (tmp_path / "w.pt").write_bytes(b"")
     (tmp_path / "mine.toml").write_text('pretrained = "w.pt"\n')
@@ -231,12 +231,12 @@ def test_nothing_usable_is_an_error(tiny_actions: Path, tmp_path: Path):
 
 
 def test_another_backbone_is_told_how_to_start_from_scratch(tiny_actions: Path, tmp_path: Path):
-    """The recipe's posture weights are MobileNetV3-small's: another --arch is one line naming
+    """The recipe's starting weights are MobileNetV3-small's: another --arch is one line naming
     the file and the fix, no traceback, no run folder."""
     r = train("--data", str(tiny_actions), "--arch", "resnet18", "--name", "r18", tmp=tmp_path)
     last = r.stderr.strip().splitlines()[-1]
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "posture-ft7.pt do not fit" in last and "--pretrained '' starts from scratch" in last
+    assert "falls-t3.pt do not fit" in last and "--pretrained '' starts from scratch" in last
     assert not (tmp_path / "runs" / "r18" / "best.pt").exists()
 
 
