@@ -10,21 +10,25 @@ class Stopper:
     """Chooses the checkpoint (best validation score: top-1, or its mean with the alert AUC,
     models.choice; ties: lower validation loss) and says when
     to stop: ``patience`` epochs in a row that improve neither the checkpoint nor the validation
-    loss (a plateau), or the time limit."""
+    loss (a plateau), or the time limit. An epoch before ``from_epoch`` is kept only until one
+    from it is recorded (epochs that train the alert clips whole, before ``--action-top``
+    chooses their windows, are not the recipe's model)."""
 
-    def __init__(self, patience: int, time_limit_s: float) -> None:
+    def __init__(self, patience: int, time_limit_s: float, from_epoch: int = 1) -> None:
         self.patience, self.time_limit_s, self.t0 = patience, time_limit_s, time.monotonic()
-        self.best = (-1.0, math.inf)  # (top1, val loss) of the checkpoint
+        self.from_epoch = from_epoch
+        self.best = (False, -1.0, math.inf)  # (from from_epoch, top1, val loss) of the checkpoint
         self.best_epoch, self.min_loss, self.since = 0, math.inf, 0
 
     def update(self, epoch: int, top1: float, val_loss: float) -> bool:
         """Record an epoch; True if it is the new checkpoint."""
-        better = top1 > self.best[0] or (top1 == self.best[0] and val_loss < self.best[1])
+        key = (epoch >= self.from_epoch, top1)
+        better = key > self.best[:2] or (key == self.best[:2] and val_loss < self.best[2])
         improved = better or val_loss < self.min_loss * (1 - 1e-3)
         self.min_loss = min(self.min_loss, val_loss)
         self.since = 0 if improved else self.since + 1
         if better:
-            self.best, self.best_epoch = (top1, val_loss), epoch
+            self.best, self.best_epoch = (*key, val_loss), epoch
         return better
 
     def reason(self, more_epochs: bool) -> str | None:

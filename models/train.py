@@ -154,7 +154,9 @@ def train(cfg: TrainConfig) -> dict:
         start, history, began = resume(out / "last.pt", spec, model, opt, sched, ema)
     else:
         began = start_metrics(cfg.pretrained, model, dl, ds.classes, device)
-    stop = Stopper(cfg.patience, cfg.time_limit * 60.0)
+    stop = Stopper(
+        cfg.patience, cfg.time_limit * 60.0, AFTER + 1 if cfg.action_top and dl.alerts else 1
+    )
     for row in history:
         stop.update(row["epoch"], row.get("choice", row["top1"]), row["val_loss"])
     amp = device.type == "cuda"

@@ -27,3 +27,20 @@ def test_stopper_picks_the_checkpoint_and_detects_the_plateau(rows, patience, st
             stopped = epoch
     assert stopped == stops_after and s.best_epoch == best
     assert s.reason(more_epochs=False) is None  # the last epoch is "all epochs run"
+
+
+@pytest.mark.parametrize(
+    ("rows", "best"),
+    [
+        ([(0.9, 0.5), (0.95, 0.4), (0.6, 0.9), (0.8, 0.8), (0.7, 0.7)], 4),  # not before epoch 3
+        ([(0.9, 0.5), (0.95, 0.4)], 2),  # stopped before epoch 3: the best of what it has
+    ],
+)
+def test_no_epoch_before_the_windows_are_chosen_is_kept_once_one_after_is(rows, best):
+    """With --action-top on alert clips labelled whole, the first epochs train every window of a
+    fall clip as the fall: once an epoch from the choice's start is recorded, none before it is
+    kept (a fine-tune from a fall model scored best at its second epoch, README: Starting from a
+    fall model)."""
+    s = Stopper(0, 0.0, from_epoch=3)
+    kept = [epoch for epoch, (top1, loss) in enumerate(rows, 1) if s.update(epoch, top1, loss)]
+    assert s.best_epoch == best and kept[-1] == best
