@@ -180,7 +180,7 @@ def load_pretrained(
             "(--pretrained '' starts from scratch)"
         )
     carried = {}
-    if classes and _renamed(theirs, classes):  # as many classes of other names: not their head
+    if classes and theirs and _bare(theirs) != _bare(classes):  # other names: not their head
         if their_frames == net.frames:  # a T=1 posture head reads stills, not actions
             carried = _carry_head(net, state, head, theirs, classes)
         dropped = [k for k in state if k.startswith(head)]
@@ -240,24 +240,22 @@ def restem(stem: torch.Tensor, mode: str, frames: int, to: str) -> torch.Tensor:
     return torch.einsum("oihw,ij->ojhw", out, diff_mix(frames)) if to == "frames" else out
 
 
-def _renamed(theirs: tuple[str, ...], classes: tuple[str, ...] | None) -> bool:
-    """Whether a checkpoint's head (its classes ``theirs``) answers for other classes."""
+def _bare(classes) -> list[str]:
+    """Class names as they are matched: any case or separators (models.alerts.bare)."""
     from models.alerts import bare  # models.alerts -> models.config imports this module
 
-    return bool(theirs) and [bare(c) for c in theirs] != [bare(c) for c in classes or ()]
+    return [bare(c) for c in classes]
 
 
 def _carry_head(net, state: dict, head: str, theirs: tuple[str, ...], classes) -> dict:
     """This model's fresh head with the rows of the classes it shares by name with ``theirs``
     (any case or separators) copied from ``state``'s head."""
-    from models.alerts import bare  # models.alerts -> models.config imports this module
-
     own = net.backbone.state_dict()
     keys = (f"{head}.weight", f"{head}.bias")
     if not all(k in own and k in state for k in keys):
         return {}
-    where = {bare(c): i for i, c in enumerate(theirs)}
-    pairs = [(i, where[bare(c)]) for i, c in enumerate(classes) if bare(c) in where]
+    where = {name: i for i, name in enumerate(_bare(theirs))}
+    pairs = [(i, where[name]) for i, name in enumerate(_bare(classes)) if name in where]
     if len(theirs) != len(state[keys[1]]) or not pairs:
         return {}
     new = {k: own[k].clone() for k in keys}
