@@ -41,6 +41,7 @@ class TrainConfig:
     weight_decay: float = 0.05
     warmup_epochs: int = 0
     ema: float = 0.0  # decay of an exponential moving average of the weights; 0: off
+    soup: int = 1  # members averaged into the kept weights (models/soup.py); 1: one run
     samples_per_clip: int = 1  # random hyperframes per clip per epoch
     eval_clips: int = 3  # deterministic windows per validation video, logits averaged
     aug: str = "sync"
@@ -86,6 +87,12 @@ class TrainConfig:
                 ">= 1",
             ),
             (self.ema == 0 or 0.5 <= self.ema < 1, "ema", "0 (off) or a decay in [0.5, 1)"),
+            (self.soup >= 1, "soup", "a whole number of members >= 1 (1: one run)"),
+            (
+                self.soup == 1 or bool(self.pretrained),
+                "soup",
+                "1 without --pretrained (members trained from scratch do not average)",
+            ),
             (self.patience >= 0, "patience", "a whole number of epochs >= 0 (0: off)"),
             (self.time_limit >= 0, "time_limit", "minutes >= 0 (0: none)"),
             (self.cache_limit_gb >= 0, "cache_limit_gb", "gigabytes >= 0 (0: no limit)"),
@@ -146,6 +153,9 @@ HELP = {
     "warmup_epochs": "epochs of linear learning-rate warm-up",
     "ema": "judge, keep and report an exponential moving average of the weights with this decay "
     "per step (warmed up from 0), e.g. 0.998; 0: the weights as trained",
+    "soup": "train this many members on one split from --pretrained, member I with seed --seed "
+    "+ I, and keep the average of their weights (a uniform model soup: no one seed's draw "
+    "decides the model; N times the training time, one model's cost on the device); 1: one run",
     "samples_per_clip": "random hyperframes per training clip per epoch",
     "eval_clips": "evenly spaced windows per evaluation video; their logits are averaged",
     "aug": "augmentation: sync (one draw per hyperframe), per-frame (the broken ablation), none",

@@ -30,7 +30,7 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from edge_hf.spec import HyperframeSpec
-from models import backwards, flips
+from models import backwards, flips, soup
 from models import data as datasets
 from models.alerts import alert_names, spec_for, warn_about
 from models.augment import AugConfig
@@ -43,7 +43,7 @@ from models.flips import FlipPlan
 from models.metrics import summary
 from models.mil import AFTER, choose, describe
 from models.model import build
-from models.report import plot_confusion, plot_curves
+from models.results import held_out_metrics, split_metrics, start_metrics, write_results
 from models.stopper import Stopper
 
 log = logging.getLogger("models")
@@ -58,7 +58,9 @@ class Loaders(NamedTuple):
     alerts: tuple[int, ...]  # alert classes with validation clips labelled whole (models.choice)
 
 
-def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loaders:
+def loaders(
+    cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec, member: int = 0
+) -> Loaders:
     cache = FrameCache(Path(cfg.cache), cfg.hw, "linear", cfg.cache_limit_gb)
     abnormal = frozenset(ds.classes.index(c) for c in alert_names(cfg, ds.classes))
 
@@ -73,7 +75,7 @@ def loaders(cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec) -> Loa
     flip = flips.plan(cfg.flip, ds)
     train = TrainSet(
         windows(ds.train), cfg.samples_per_clip, AugConfig(mode=cfg.aug),
-        flip.indices(ds.classes), cfg.seed, abnormal if cfg.backwards else frozenset(),
+        flip.indices(ds.classes), cfg.seed + member, abnormal if cfg.backwards else frozenset(),
     )  # fmt: skip
     if train.backwards:
         names = ", ".join(ds.classes[c] for c in sorted(abnormal))
@@ -116,9 +118,17 @@ def optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer
     return torch.optim.AdamW(model.parameters(), cfg.lr, weight_decay=cfg.weight_decay)
 
 
-def train(cfg: TrainConfig) -> dict:
-    torch.manual_seed(cfg.seed)
-    device = device_for(cfg)
+class Run(NamedTuple):
+    name: str
+    out: Path
+    ds: datasets.Dataset
+    spec: HyperframeSpec
+    dl: Loaders
+
+
+def prepare(cfg: TrainConfig, member: int = 0) -> Run:
+    """The run's name, folder, splits (seeded by ``--seed``) and loaders (their draws seeded by
+    ``--seed`` + ``member``)."""
     ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction, cfg.test_fraction)
     datasets.two_classes(ds)
     ds = datasets.add_training(ds, cfg.more_data, cfg.seed)
@@ -128,23 +138,56 @@ def train(cfg: TrainConfig) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     spec = spec_for(cfg, ds.classes)
     warn_about(name, cfg, ds, spec)
-    dl = loaders(cfg, ds, spec)
+    dl = loaders(cfg, ds, spec, member)
     log.info(
         "%s: %d training, %d validation, %d test videos; %s",
         name, len(ds.train), len(ds.val), len(ds.test), dl.flip.describe(),
     )  # fmt: skip
-    model = build(
+    return Run(name, out, ds, spec, dl)
+
+
+def network(cfg: TrainConfig, run: Run, pretrained: str | None) -> torch.nn.Module:
+    return build(
         cfg.arch,
         cfg.frames,
-        len(ds.classes),
+        len(run.ds.classes),
         inflation=cfg.inflation,
-        pretrained=cfg.pretrained or None,
+        pretrained=pretrained or None,
         stem_bn=cfg.stem_bn,
         size=cfg.hw,
         input_mode=cfg.input_mode,
-        scales=len(spec.inputs),
-        classes=ds.classes,
-    ).to(device)
+        scales=len(run.spec.inputs),
+        classes=run.ds.classes,
+    )
+
+
+def fit(cfg: TrainConfig) -> dict:
+    """One run; with ``--soup N``, N members in OUT/NAME/memberI and the average of their
+    weights as OUT/NAME/best.pt (models/soup.py), validated and tested on the same splits."""
+    if cfg.soup == 1:
+        return train(cfg)
+    run = prepare(cfg)
+    members = [
+        train(replace(cfg, soup=1, name=f"{run.name}/member{i}"), member=i) for i in range(cfg.soup)
+    ]
+    best = run.out / "best.pt"
+    paths = [Path(cfg.out) / m["name"] / "best.pt" for m in members]
+    soup.mix(paths, best, cfg.to_dict())
+    device = device_for(cfg)
+    model = network(cfg, run, None).to(device)
+    test = held_out_metrics(best, model, run.dl, run.ds.classes, device)
+    val = split_metrics(model, run.dl.val, run.dl, run.ds.classes, device)
+    log.info("%s: soup of %d members: val top-1 %.3f", run.name, cfg.soup, val["top1"])
+    row = {"epoch": None, **val}
+    return write_results(run, cfg, [row], soup.stopped(members), test, members[0]["start"])
+
+
+def train(cfg: TrainConfig, member: int = 0) -> dict:
+    torch.manual_seed(cfg.seed + member)
+    device = device_for(cfg)
+    run = prepare(cfg, member)
+    name, out, ds, spec, dl = run
+    model = network(cfg, run, cfg.pretrained).to(device)
     opt = optimizer(cfg, model)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg, len(dl.train)))
     ema = ModelEmaV3(model, decay=cfg.ema, use_warmup=True, warmup_power=0.75) if cfg.ema else None
@@ -208,79 +251,13 @@ def train(cfg: TrainConfig) -> dict:
     test = held_out_metrics(out / "best.pt", model, dl, ds.classes, device)
     stopped = {"reason": reason, "epochs_run": len(history), "best_epoch": stop.best_epoch,
                "chosen_on": "val top-1 and alert AUC" if dl.alerts else "val top-1"}  # fmt: skip
-    return write_results(out, name, cfg, ds, history, stopped, test, began, dl.flip)
-
-
-def start_metrics(pretrained: str, model, dl: Loaders, classes, device) -> dict | None:
-    """The starting weights on the validation and test splits when they are an edge-hf checkpoint
-    with these classes (a fine-tune: its head kept), so the run says what its epochs added."""
-    if not pretrained or "://" in pretrained:
-        return None
-    state = torch.load(pretrained, map_location="cpu", weights_only=True)
-    spec = state.get("spec") if isinstance(state, dict) else None
-    if not isinstance(spec, str) or HyperframeSpec.from_json(spec).classes != tuple(classes):
-        return None
-    out = {
-        split: split_metrics(model, loader, dl, classes, device)
-        for split, loader in (("val", dl.val), ("test", dl.test))
-        if loader is not None
-    }
-    log.info(
-        "starting weights: %s", ", ".join(f"{k} top-1 {v['top1']:.3f}" for k, v in out.items())
-    )
-    return out
-
-
-def held_out_metrics(best: Path, model, dl: Loaders, classes, device) -> dict | None:
-    """The held-out test split, evaluated once with the chosen checkpoint's weights."""
-    if dl.test is None:
-        log.warning("no test videos: the test split is empty, so no test metrics")
-        return None
-    model.load_state_dict(torch.load(best, map_location=device, weights_only=True)["model"])
-    return split_metrics(model, dl.test, dl, classes, device)
-
-
-def split_metrics(model, loader: DataLoader, dl: Loaders, classes, device) -> dict:
-    """Loss and ``summary`` of one evaluation split (videos or windows, as ``dl`` says)."""
-    cm, loss, _ = evaluate(model, loader, len(classes), dl.video_level, device)
-    return {"loss": loss, **summary(cm, classes)}
+    return write_results(run, cfg, history, stopped, test, began)
 
 
 def device_for(cfg: TrainConfig) -> torch.device:
     if cfg.device != "auto":
         return torch.device(cfg.device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def write_results(
-    out: Path,
-    name: str,
-    cfg: TrainConfig,
-    ds: datasets.Dataset,
-    history: list[dict],
-    stopped: dict,
-    test: dict | None,
-    start: dict | None,
-    flip: FlipPlan,
-) -> dict:
-    best = next(r for r in history if r["epoch"] == stopped["best_epoch"])
-    result = {
-        "name": name,
-        "config": cfg.to_dict(),
-        "classes": list(ds.classes),
-        "videos": {"train": len(ds.train), "val": len(ds.val), "test": len(ds.test)},
-        "flip": flip.to_dict(),
-        "stopped": stopped,
-        "best_top1": best["top1"],
-        "test_top1": test["top1"] if test else None,
-        "test": test,
-        "start": start,
-        "history": history,
-    }
-    (out / "metrics.json").write_text(json.dumps(result, indent=1))
-    plot_curves(history, out / "curves.png")
-    plot_confusion((test or best)["confusion"], ds.classes, out / "confusion.png")
-    return result
 
 
 def run_epoch(model, loader, steppers, scaler, amp: bool, device, desc: str) -> dict:
@@ -348,12 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:
         cfg = parse(argv)
-        results = [train(cfg)]
+        results = [fit(cfg)]
         if cfg.baseline and cfg.scales:  # the pyramid against its own first scale alone
-            results.append(train(replace(cfg, scales=(), name=_named(cfg, "-single"))))
+            results.append(fit(replace(cfg, scales=(), name=_named(cfg, "-single"))))
         if cfg.baseline and cfg.frames > 1:
             results.append(
-                train(replace(cfg, frames=1, stride=1, scales=(), name=_named(cfg, "-t1")))
+                fit(replace(cfg, frames=1, stride=1, scales=(), name=_named(cfg, "-t1")))
             )
     except (DataError, FileNotFoundError, ValueError) as e:
         print(f"models.train: error: {e}", file=sys.stderr)
@@ -367,8 +344,9 @@ def main(argv: list[str] | None = None) -> int:
         began = (r["start"] or {}).get("test")  # a fine-tune: what its epochs added
         if began:
             test += f" (starting weights {began['top1']:.3f})"
+        kept = r["stopped"]["best_epoch"] or f"soup of {len(r['stopped']['members'])}"
         print(
-            f"{r['name']}: val top-1 {r['best_top1']:.3f} (epoch {r['stopped']['best_epoch']}), "
+            f"{r['name']}: val top-1 {r['best_top1']:.3f} (epoch {kept}), "
             f"{test}; stopped: {r['stopped']['reason']}"
         )
     return 0
