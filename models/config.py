@@ -91,7 +91,7 @@ class TrainConfig:
             (
                 self.soup == 1 or bool(self.pretrained),
                 "soup",
-                "1 without --pretrained (members trained from scratch do not average)",
+                "1 without --pretrained (members trained from scratch do not average: --soup 1)",
             ),
             (self.patience >= 0, "patience", "a whole number of epochs >= 0 (0: off)"),
             (self.time_limit >= 0, "time_limit", "minutes >= 0 (0: none)"),
@@ -155,7 +155,8 @@ HELP = {
     "per step (warmed up from 0), e.g. 0.998; 0: the weights as trained",
     "soup": "train this many members on one split from --pretrained, member I with seed --seed "
     "+ I, and keep the average of their weights (a uniform model soup: no one seed's draw "
-    "decides the model; N times the training time, one model's cost on the device); 1: one run",
+    "decides the model; N times the training time, one model's cost on the device); 1: one run; "
+    "--pretrained '' trains one run unless --soup is given",
     "samples_per_clip": "random hyperframes per training clip per epoch",
     "eval_clips": "evenly spaced windows per evaluation video; their logits are averaged",
     "aug": "augmentation: sync (one draw per hyperframe), per-frame (the broken ablation), none",
@@ -248,6 +249,8 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
             ap.add_argument(flag, type=kind, default=None, help=text + default)
     args = {k: v for k, v in vars(ap.parse_args(argv)).items() if v is not None}
     values = read_recipe(args["recipe"]) if args.get("recipe") else {}
+    if args.get("pretrained") == "" and "soup" not in args:
+        values.pop("soup", None)  # from scratch: one run, whatever the recipe's soup
     values.update(args)
     for key in ("abnormal", "scales", "more_data"):
         if key in values:

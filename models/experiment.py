@@ -27,7 +27,7 @@ from models.alerts import spec_for
 from models.config import TrainConfig, parse
 from models.model import build
 from models.synthdata import write_action_dataset
-from models.train import loaders, optimizer, train
+from models.train import fit, loaders, optimizer
 
 ROWS = [
     ("T=3, synchronized aug", {}),
@@ -75,7 +75,7 @@ def run(cfg: TrainConfig, reuse: bool) -> dict:
         if result["config"] == json.loads(json.dumps(cfg.to_dict())):
             logging.getLogger("models").info("reusing %s", done)
             return result
-    return train(cfg)
+    return fit(cfg)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,6 +40,18 @@ def test_a_soup_needs_a_start_to_average_from():
     assert parse(["--data", "x", "--soup", "2", "--pretrained", "w.pt"]).soup == 2
 
 
+def test_from_scratch_a_recipes_soup_is_one_run(tmp_path: Path):
+    """--pretrained '' (the way to start from scratch the recipes name) trains one run instead of
+    a recipe's soup; asked for a soup too, it is refused."""
+    (tmp_path / "w.pt").write_bytes(b"")
+    recipe = tmp_path / "mine.toml"
+    recipe.write_text('pretrained = "w.pt"\nsoup = 3\n')
+    assert parse(["--recipe", str(recipe), "--data", "x"]).soup == 3
+    assert parse(["--recipe", str(recipe), "--data", "x", "--pretrained", ""]).soup == 1
+    with pytest.raises(DataError, match="do not average: --soup 1"):
+        parse(["--recipe", str(recipe), "--data", "x", "--pretrained", "", "--soup", "3"])
+
+
 def test_a_soup_keeps_the_average_of_members_trained_on_one_split(
     tiny_actions: Path, tmp_path: Path
 ):
