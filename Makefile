@@ -30,7 +30,8 @@ bench: setup-train
 # further-trained posture weights since the twenty-third; 18.7 min on the idle 2-core box),
 # then ONNX + OpenVINO INT8 with their report and model card into edge_hf/assets/demo (about 5
 # min: 1000 calibration hyperframes and NNCF's accuracy control, --max-drop 0.01). The embedded
-# model was trained before --backwards joined the recipe, so this command turns it off.
+# model was trained before --backwards and --soup joined the recipe, so this command turns them
+# off.
 demo-model: setup-train
 	.venv/bin/python -m models.synthdata runs/demo-data --clips-per-class 100 --train-streams 24 \
 		--stream-minutes 1 --seed 0 --clip-codec mjpeg
@@ -41,7 +42,7 @@ demo-model: setup-train
 	.venv/bin/python -m models.train --recipe realtime-cpu --data runs/demo-data \
 		--more-data runs/demo-data/train-streams runs/demo-poses:1 runs/demo-extra:1 \
 		--samples-per-clip 6 --epochs 20 --seed 0 --name demo --out runs --cache runs/demo-cache \
-		--pretrained models/weights/posture-ft8.pt --no-backwards
+		--pretrained models/weights/posture-ft8.pt --no-backwards --soup 1
 	.venv/bin/python -m export runs/demo/best.pt --formats onnx,openvino-int8 --max-drop 0.01 \
 		--out edge_hf/assets/demo --force
 

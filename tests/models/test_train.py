@@ -31,6 +31,8 @@ TINY = [
     "8",
     "--samples-per-clip",
     "2",
+    "--soup",  # one run, not the recipe's three members (tests/models/test_soup.py)
+    "1",
 ]
 
 
@@ -213,7 +215,9 @@ def test_a_recipe_starts_from_weights_beside_it_unless_told_otherwise(tmp_path: 
     --pretrained '' starts from scratch; a recipe's relative path is relative to the recipe."""
     cfg = parse(["--recipe", "realtime-cpu", "--data", "x"])
     assert Path(cfg.pretrained).is_file() and cfg.pretrained.endswith("weights/falls-t3.pt")
-    assert parse(["--recipe", "realtime-cpu", "--data", "x", "--pretrained", ""]).pretrained == ""
+    assert cfg.soup == 3  # three members from it, averaged (models/soup.py)
+    scratch = parse(["--recipe", "realtime-cpu", "--data", "x", "--pretrained", ""])
+    assert scratch.pretrained == "" and scratch.soup == 1
     (tmp_path / "w.pt").write_bytes(b"")
     (tmp_path / "mine.toml").write_text('pretrained = "w.pt"\n')
     mine = parse(["--recipe", str(tmp_path / "mine.toml"), "--data", "x"])
