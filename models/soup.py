@@ -36,7 +36,7 @@ def average(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
 
 def mix(members: list[Path], out: Path, config: dict) -> dict:
     """Write ``out`` (a best.pt like any run's) from the members' ``best.pt``: their average, the
-    soup's own config and the first member's spec. Returns what was written."""
+    soup's own config and the first member's spec. Returns that checkpoint."""
     states = [torch.load(p, map_location="cpu", weights_only=True) for p in members]
     specs = {s["spec"] for s in states}
     if len(specs) != 1:

@@ -172,11 +172,11 @@ def fit(cfg: TrainConfig) -> dict:
     ]
     best = run.out / "best.pt"
     paths = [Path(cfg.out) / m["name"] / "best.pt" for m in members]
-    soup.mix(paths, best, cfg.to_dict())
     device = device_for(cfg)
     model = network(cfg, run, None).to(device)
-    test = held_out_metrics(best, model, run.dl, run.ds.classes, device)
+    model.load_state_dict(soup.mix(paths, best, cfg.to_dict())["model"])  # also with no test split
     val = split_metrics(model, run.dl.val, run.dl, run.ds.classes, device)
+    test = held_out_metrics(best, model, run.dl, run.ds.classes, device)
     log.info("%s: soup of %d members: val top-1 %.3f", run.name, cfg.soup, val["top1"])
     row = {"epoch": None, **val}
     return write_results(run, cfg, [row], soup.stopped(members), test, members[0]["start"])
