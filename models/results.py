@@ -59,9 +59,16 @@ def split_metrics(model, loader: DataLoader, dl: Loaders, classes, device) -> di
 
 
 def write_results(
-    run: Run, cfg: TrainConfig, history: list[dict], stopped: dict, test: dict | None, start
+    run: Run,
+    cfg: TrainConfig,
+    history: list[dict],
+    stopped: dict,
+    test: dict | None,
+    start: dict | None,
+    best: dict | None = None,
 ) -> dict:
-    best = next(r for r in history if r["epoch"] == stopped["best_epoch"])
+    """``best``: the kept weights' validation scores (default: the chosen epoch's row)."""
+    best = best or next(r for r in history if r["epoch"] == stopped["best_epoch"])
     result = {
         "name": run.name,
         "config": cfg.to_dict(),
@@ -73,10 +80,10 @@ def write_results(
         "test_top1": test["top1"] if test else None,
         "test": test,
         "start": start,
-        "history": history if best["epoch"] else [],
+        "history": history,
     }
     (run.out / "metrics.json").write_text(json.dumps(result, indent=1))
-    if best["epoch"]:
+    if history:
         plot_curves(history, run.out / "curves.png")
     plot_confusion((test or best)["confusion"], run.ds.classes, run.out / "confusion.png")
     return result

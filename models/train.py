@@ -174,12 +174,13 @@ def fit(cfg: TrainConfig) -> dict:
     paths = [Path(cfg.out) / m["name"] / "best.pt" for m in members]
     device = device_for(cfg)
     model = network(cfg, run, None).to(device)
-    model.load_state_dict(soup.mix(paths, best, cfg.to_dict())["model"])  # also with no test split
-    val = split_metrics(model, run.dl.val, run.dl, run.ds.classes, device)
-    test = held_out_metrics(best, model, run.dl, run.ds.classes, device)
+    model.load_state_dict(soup.mix(paths, best, cfg.to_dict())["model"])
+    val, test = (
+        split_metrics(model, loader, run.dl, run.ds.classes, device) if loader else None
+        for loader in (run.dl.val, run.dl.test)
+    )
     log.info("%s: soup of %d members: val top-1 %.3f", run.name, cfg.soup, val["top1"])
-    row = {"epoch": None, **val}
-    return write_results(run, cfg, [row], soup.stopped(members), test, members[0]["start"])
+    return write_results(run, cfg, [], soup.stopped(members), test, members[0]["start"], val)
 
 
 def train(cfg: TrainConfig, member: int = 0) -> dict:
