@@ -4,6 +4,7 @@ evaluation windows (``models.dataset.EvalSet``), i.e. exactly what the runtime f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,25 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
                 f"calibration data {root} has no {split} videos; INT8 calibration needs training "
                 "videos and the accuracy report needs test videos"
             )
+    windows = _windows_of(root, ds, spec, config)
+    calib = balanced(windows(ds.train), relabel, subset)
+    clips = int(config.get("eval_clips", 3))
+    val = _take(EvalSet(windows(held), clips), relabel)
+    tuned = ds.val if ds.val and ds.test else held
+    tune = _take(EvalSet(windows(tuned), clips), relabel) if tuned is not held else val
+    video_level = all(v.video_class >= 0 for v in held)
+    return EvalData(root, calib, val, tune, video_level, (len(ds.train), len(held)), tuned,
+                    ds.classes)  # fmt: skip
+
+
+def _windows_of(
+    root: Path,
+    ds: datasets.Dataset,
+    spec: HyperframeSpec,
+    config: dict[str, Any],
+    what: str = "calibration data",
+) -> Callable[[tuple[datasets.Video, ...]], Windows]:
+    """The trainer's windows over some of ``ds``'s videos, as its config made them."""
     cache = FrameCache(
         Path(config.get("cache", ".cache/frames")),
         spec.size,
@@ -74,22 +94,45 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
     named = alerts.named(ds.classes, config.get("abnormal", ()))
     abnormal = frozenset(ds.classes.index(c) for c in named)
     motion = float(config.get("action_motion", 0.0))  # the trainer's windows, still ones left out
-    clips = int(config.get("eval_clips", 3))
 
     def windows(videos: tuple[datasets.Video, ...]) -> Windows:
         strategy = config.get("label_strategy", "video")
         try:
             return Windows(videos, cache, spec.inputs, strategy, abnormal, motion)
         except datasets.DataError as e:
-            raise DataError(f"calibration data {root}: {e}") from None
+            raise DataError(f"{what} {root}: {e}") from None
 
-    calib = balanced(windows(ds.train), relabel, subset)
-    val = _take(EvalSet(windows(held), clips), relabel)
-    tuned = ds.val if ds.val and ds.test else held
-    tune = _take(EvalSet(windows(tuned), clips), relabel) if tuned is not held else val
-    video_level = all(v.video_class >= 0 for v in held)
-    return EvalData(root, calib, val, tune, video_level, (len(ds.train), len(held)), tuned,
-                    ds.classes)  # fmt: skip
+    return windows
+
+
+def every_video(
+    root: Path, spec: HyperframeSpec, config: dict[str, Any]
+) -> tuple[Hyperframes, bool, dict[str, int]]:
+    """The evaluation windows of every video in ``root`` (a dataset the model never saw, so no
+    split is held back), labelled in the model's class order; whether its labels are per video;
+    and the videos left out, by class, of the classes the model does not know (per-video labels
+    only: a stream labelled per frame needs every one of its classes known)."""
+    try:
+        ds = datasets.load(root)
+    except datasets.DataError as e:
+        raise DataError(f"held-out data: {e}") from None
+    videos = ds.train + ds.val + ds.test
+    video_level = all(v.video_class >= 0 for v in videos)
+    known = [c for c in ds.classes if c in spec.classes]
+    if not known or (len(known) < len(ds.classes) and not video_level):
+        raise DataError(
+            f"held-out data {root} has classes {list(ds.classes)} but the model was trained on "
+            f"{list(spec.classes)}; pass a dataset of the same classes"
+        )
+    left = {c: sum(v.video_class == k for v in videos) for k, c in enumerate(ds.classes)}
+    left = {c: n for c, n in left.items() if c not in known and n}
+    videos = tuple(v for v in videos if v.video_class < 0 or ds.classes[v.video_class] in known)
+    if not videos:
+        raise DataError(f"held-out data {root} has no videos of the model's classes")
+    relabel = np.array([spec.classes.index(c) if c in known else -1 for c in ds.classes])
+    w = _windows_of(root, ds, spec, config, "held-out data")(videos)
+    clips = int(config.get("eval_clips", 3))
+    return _take(EvalSet(w, clips), relabel), video_level, left
 
 
 def _take(es: EvalSet, relabel: np.ndarray) -> Hyperframes:

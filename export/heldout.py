@@ -1,0 +1,231 @@
+"""How much INT8 loses on videos from a world the model never saw, with how sure that is.
+
+The export's report measures its formats on the test split of the training dataset. In the
+second world that is 72 videos, one video 1.4 points, and the same INT8 file of one model gained
+2.8 points per video on its validation split and lost 4.2 on its test split: a drop "within one
+point" cannot be told from noise there. This measures an export folder's files on every video of
+another dataset (one generated with another seed or other backgrounds), through the runtime's
+own backends, and says how far the drop could be from what it measured:
+
+    python -m export.heldout runs/NAME/export DATASET [--json FILE]
+
+For each file top-1 per video and per window; for INT8 against OpenVINO FP32 the drop per video
+and per window with a 95 % interval (a paired bootstrap over videos: both formats see the same
+resampled videos), the videos only one of the two gets right, and the alert agreement
+(export.ranges) over every window. Exit codes: 0 done, 2 bad usage (the dataset is the one the
+model was trained on), 3 not an export folder, 4 the dataset is missing or has other classes,
+5 --json cannot be written there, 130 interrupted (nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edge_hf.backends import load_backend
+from edge_hf.errors import ModelError
+from export import measure, ranges
+from export.card import LABELS
+from export.data import Hyperframes, every_video
+from export.errors import CheckpointError, ExportError, OutputError, UsageError
+from export.formats import BY_NAME
+
+PROG = "python -m export.heldout"
+NAMES = ("onnx", "openvino", "openvino-int8")
+RESAMPLES = 2000  # bootstrap draws of the videos: the interval's ends move by < 0.1 point
+FIX = "pass the folder `python -m export` wrote (runs/NAME/export)"
+
+
+def files_of(folder: Path) -> tuple[dict, dict[str, Path]]:
+    """The export's report and its model files that are there, by format name."""
+    report = folder / "report.json"
+    try:
+        r = json.loads(report.read_text())
+        config = r["checkpoint"]["config"]
+    except FileNotFoundError:
+        raise CheckpointError(f"{folder}: not an export folder (no report.json); {FIX}") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{report}: unreadable ({type(e).__name__}); {FIX}") from None
+    found = {n: folder / BY_NAME[n].filename for n in NAMES}
+    found = {n: p for n, p in found.items() if p.is_file()}
+    if not found:
+        raise CheckpointError(f"{folder}: holds no model file ({', '.join(NAMES)}); {FIX}")
+    return config, found
+
+
+def _same_place(a: Path, b: str) -> bool:
+    return bool(b) and Path(b).exists() and a.resolve() == Path(b).resolve()
+
+
+def measure_all(folder: Path, dataset: Path) -> dict[str, Any]:
+    config, files = files_of(folder)
+    if _same_place(dataset, config.get("data", "")):
+        raise UsageError(
+            f"{dataset} is the dataset this model was trained on; pass one it never saw "
+            "(another seed or other backgrounds); its test split is in the export's report"
+        )
+    try:
+        specs = {n: load_backend(p).spec for n, p in files.items()}
+    except ModelError as e:
+        raise CheckpointError(f"{e}; {FIX}") from None
+    spec = specs.get("openvino-int8") or next(iter(specs.values()))
+    hf, video_level, left_out = every_video(dataset, spec, config)
+    logits = {n: measure.backend_logits(p, hf.x, len(spec.classes)) for n, p in files.items()}
+    rows = {n: _accuracy(lg, hf, video_level) for n, lg in logits.items()}
+    out: dict[str, Any] = {
+        "export": str(folder),
+        "dataset": str(dataset),
+        "videos": len(np.unique(hf.clip)),
+        "windows": len(hf),
+        "per_video": video_level,
+        "left_out": left_out,  # videos of classes the model does not know, by class
+        "formats": rows,
+    }
+    ref = "openvino" if "openvino" in logits else "onnx"
+    if "openvino-int8" in logits and ref in logits:
+        out["int8"] = compare(hf, logits[ref], logits["openvino-int8"], video_level)
+        out["int8"]["against"] = ref
+        out["int8"]["alert_agreement"] = ranges.judge(spec, logits[ref], logits["openvino-int8"])[
+            "alert_agreement"
+        ]
+    return out
+
+
+def _accuracy(logits: np.ndarray, hf: Hyperframes, video_level: bool) -> dict[str, float]:
+    hits = _hits(logits, hf)
+    row = {"window_top1": float(hits.sum() / len(hits))}
+    if video_level:
+        row["top1"] = float(_video_hits(logits, hf).mean())
+    return row
+
+
+def _hits(logits: np.ndarray, hf: Hyperframes) -> np.ndarray:
+    return (logits.argmax(1) == hf.y).astype(np.float64)
+
+
+def _video_hits(logits: np.ndarray, hf: Hyperframes) -> np.ndarray:
+    """Per video: its windows' logits averaged, as the trainer and the report count it."""
+    ids = np.unique(hf.clip)
+    return np.array(
+        [float(logits[hf.clip == i].mean(0).argmax() == hf.y[hf.clip == i][0]) for i in ids]
+    )
+
+
+def compare(hf: Hyperframes, ref: np.ndarray, int8: np.ndarray, video_level: bool) -> dict:
+    """INT8's drop against ``ref`` (points; positive: INT8 is worse) per window and per video,
+    each with a 95 % interval from resampling the videos."""
+    ids, where = np.unique(hf.clip, return_inverse=True)
+    count = np.bincount(where, minlength=len(ids)).astype(np.float64)
+    per_video = {
+        "window": (
+            np.bincount(where, _hits(ref, hf), len(ids)),
+            np.bincount(where, _hits(int8, hf), len(ids)),
+            count,
+        )
+    }
+    if video_level:
+        per_video["video"] = (_video_hits(ref, hf), _video_hits(int8, hf), np.ones(len(ids)))
+    draws = np.random.default_rng(0).integers(0, len(ids), (RESAMPLES, len(ids)))
+    out = {}
+    for unit, (a, b, n) in per_video.items():
+        drop = 100 * (a.sum() - b.sum()) / n.sum()
+        boot = 100 * (a[draws].sum(1) - b[draws].sum(1)) / n[draws].sum(1)
+        out[unit] = {
+            "drop": round(float(drop), 2),
+            "interval": [round(float(v), 2) for v in np.percentile(boot, [2.5, 97.5])],
+        }
+    if video_level:
+        a, b, _ = per_video["video"]
+        out["video"]["only_fp32"] = int(((a == 1) & (b == 0)).sum())
+        out["video"]["only_int8"] = int(((a == 0) & (b == 1)).sum())
+    return out
+
+
+def lines(r: dict) -> list[str]:
+    unit = f"{r['videos']} videos, {r['windows']} windows"
+    left = ", ".join(f"{n} {c}" for c, n in r["left_out"].items())
+    unit += f"; left out, of classes the model does not know: {left}" if left else ""
+    out = [f"held out: {r['dataset']} ({unit})", "", "| model | top-1 | window top-1 |"]
+    out.append("|---|---|---|")
+    for name, row in r["formats"].items():
+        top1 = f"{row['top1']:.3f}" if "top1" in row else "—"
+        out.append(f"| {LABELS[name]} | {top1} | {row['window_top1']:.3f} |")
+    if "int8" in r:
+        c = r["int8"]
+        parts = []
+        for unit in ("video", "window"):
+            if unit in c:
+                lo, hi = c[unit]["interval"]
+                parts.append(
+                    f"per {unit} {_gain(c[unit]['drop'])} points (95 %: {_gain(hi)} to {_gain(lo)})"
+                )
+        extra = ""
+        if "video" in c:
+            extra = f"; videos right in FP32 only {c['video']['only_fp32']}, in INT8 only {c['video']['only_int8']}"
+        out += ["", f"INT8 against {LABELS[c['against']]}: {', '.join(parts)}{extra}; "
+                f"alert agreement {c['alert_agreement']:.3f}"]  # fmt: skip
+    return out
+
+
+def check_json(path: Path) -> Path:
+    """Where --json can write, checked before the measurement, not after."""
+    path = path.absolute()
+    if path.is_dir():
+        raise OutputError(f"--json {path} is a folder; name a file")
+    if not path.parent.is_dir():
+        raise OutputError(f"--json {path}: folder {path.parent} does not exist; create it first")
+    return path
+
+
+def _gain(drop: float) -> str:
+    """A drop as the change it is, signed: -1.2 for 1.2 points lost (and +0.0, not -0.0)."""
+    return f"{0.0 - drop:+.1f}"
+
+
+def write_json(path: Path, r: dict) -> None:
+    """All or nothing: a temporary file beside ``path``, renamed over it."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(r, f, indent=2)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise UsageError(f"{message} (see --help)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = _Parser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("export", type=Path, help="the folder python -m export wrote")
+    p.add_argument("dataset", type=Path, help="a dataset of the same classes the model never saw")
+    p.add_argument("--json", type=Path, help="also write the numbers to this file")
+    try:
+        args = p.parse_args(sys.argv[1:] if argv is None else argv)
+        out = check_json(args.json) if args.json else None
+        r = measure_all(args.export, args.dataset)
+        if out:
+            write_json(out, r)
+    except ExportError as e:
+        print(f"export.heldout: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("export.heldout: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    print("\n".join(lines(r)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

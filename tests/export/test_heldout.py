@@ -1,0 +1,144 @@
+"""export/heldout.py: an export's files measured on every video of a dataset the model never
+saw, INT8's drop with a bootstrap interval. The counts on hand-built logits, then the real
+command on the tiny export (tests/export/conftest.py) and a dataset written with another seed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from export.data import Hyperframes
+from export.heldout import compare
+from tests.conftest import built_once, run_module
+
+CLASSES = 3
+
+
+def _frames(videos: int, windows: int) -> Hyperframes:
+    clip = np.repeat(np.arange(videos), windows)
+    y = np.repeat(np.arange(videos) % CLASSES, windows)
+    return Hyperframes(np.zeros((len(y), 1), np.uint8), y, clip)
+
+
+def _logits(hf: Hyperframes, wrong: set[int]) -> np.ndarray:
+    """Every window right, but the windows of the videos in ``wrong`` one class off."""
+    pred = np.where(np.isin(hf.clip, list(wrong)), (hf.y + 1) % CLASSES, hf.y)
+    return np.eye(CLASSES, dtype=np.float32)[pred]
+
+
+def test_the_drop_counts_the_videos_each_format_gets_right():
+    hf = _frames(20, 4)
+    fp32 = _logits(hf, {0})
+    int8 = _logits(hf, {1, 2, 3})  # loses 1, 2, 3 and wins back 0: 2 of 20 videos net
+    c = compare(hf, fp32, int8, video_level=True)
+    assert c["video"]["drop"] == pytest.approx(10.0)
+    assert c["window"]["drop"] == pytest.approx(10.0)  # every window of a video goes with it
+    assert (c["video"]["only_fp32"], c["video"]["only_int8"]) == (3, 1)
+    lo, hi = c["video"]["interval"]
+    assert lo < 10.0 < hi
+    assert compare(hf, fp32, int8, video_level=True) == c  # the same draws every time
+    many = _frames(200, 4)  # the same story ten times over: the same drop, known more closely
+    wrong = {v for k in range(10) for v in (20 * k + 1, 20 * k + 2, 20 * k + 3)}
+    c10 = compare(many, _logits(many, set(range(0, 200, 20))), _logits(many, wrong), True)
+    assert c10["video"]["drop"] == pytest.approx(10.0)
+    lo10, hi10 = c10["video"]["interval"]
+    assert lo < lo10 < 10.0 < hi10 < hi and hi10 - lo10 < (hi - lo) / 2
+
+
+def test_identical_formats_drop_nothing_with_no_doubt():
+    hf = _frames(12, 3)
+    same = _logits(hf, {4, 7})
+    c = compare(hf, same, same.copy(), video_level=True)
+    assert c["video"] == {"drop": 0.0, "interval": [0.0, 0.0], "only_fp32": 0, "only_int8": 0}
+    assert c["window"] == {"drop": 0.0, "interval": [0.0, 0.0]}
+
+
+def test_windows_alone_when_labels_are_per_frame():
+    hf = _frames(6, 5)
+    fp32, int8 = _logits(hf, set()), _logits(hf, set())
+    int8[0] = np.roll(int8[0], 1)  # one window of thirty
+    c = compare(hf, fp32, int8, video_level=False)
+    assert set(c) == {"window"} and c["window"]["drop"] == pytest.approx(100 / 30, abs=0.01)
+
+
+@pytest.fixture(scope="module")
+def unseen(tmp_path_factory) -> Path:
+    """The tiny export's six classes, drawn with another seed."""
+    from models.synthdata import write_action_dataset
+
+    with built_once(tmp_path_factory, "unseen") as (root, todo):
+        if todo:
+            write_action_dataset(root, 2, (72, 96), seed=9)
+    return root
+
+
+def _run(*args: str):
+    return run_module("export.heldout", *args, timeout=300)
+
+
+def test_the_command_measures_every_file_on_every_video(exported: Path, unseen: Path, tmp_path):
+    out = tmp_path / "heldout.json"
+    r = _run(str(exported), str(unseen), "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    got = json.loads(out.read_text())
+    assert got["videos"] == 12 and got["per_video"] and got["left_out"] == {}
+    assert set(got["formats"]) == {"onnx", "openvino", "openvino-int8"}
+    assert got["formats"]["onnx"] == got["formats"]["openvino"]  # both FP32 of one graph
+    c = got["int8"]
+    top1 = {n: row["top1"] for n, row in got["formats"].items()}
+    assert c["video"]["drop"] == pytest.approx(100 * (top1["openvino"] - top1["openvino-int8"]))
+    assert c["video"]["only_fp32"] - c["video"]["only_int8"] == round(c["video"]["drop"] * 0.12)
+    assert 0.0 <= c["alert_agreement"] <= 1.0
+    assert r.stdout.startswith(f"held out: {unseen} (12 videos, ")
+    assert f"| OpenVINO INT8 | {top1['openvino-int8']:.3f} |" in r.stdout
+
+
+def test_classes_the_model_does_not_know_are_left_out_and_named(
+    exported: Path, unseen: Path, tmp_path
+):
+    root = tmp_path / "folders"  # folder per class: two known classes and one it never had
+    for cls in ("fall", "wave", "juggle"):
+        (root / cls).mkdir(parents=True)
+        src = sorted((unseen / ("hold" if cls == "juggle" else cls)).glob("*.avi"))
+        for v in src:
+            shutil.copy(v, root / cls / v.name)
+    r = _run(str(exported), str(root), "--json", str(tmp_path / "h.json"))
+    assert r.returncode == 0, r.stderr
+    got = json.loads((tmp_path / "h.json").read_text())
+    assert got["videos"] == 4 and got["left_out"] == {"juggle": 2}
+    assert "left out, of classes the model does not know: 2 juggle" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("case", "code", "words"),
+    [
+        ("trained-on", 2, "is the dataset this model was trained on"),
+        ("no-report", 3, "not an export folder (no report.json)"),
+        ("other-classes", 4, "pass a dataset of the same classes"),
+        ("json-folder-missing", 5, "does not exist; create it first"),
+    ],
+)
+def test_bad_input_is_one_line_and_its_exit_code(
+    exported: Path, unseen: Path, tiny_actions: Path, tmp_path, case, code, words
+):
+    folder, data, extra = str(exported), str(unseen), []
+    if case == "trained-on":
+        data = json.loads((exported / "report.json").read_text())["checkpoint"]["config"]["data"]
+        assert Path(data).resolve() == tiny_actions.resolve()
+    elif case == "no-report":
+        folder = str(tmp_path)
+    elif case == "other-classes":
+        (tmp_path / "juggle").mkdir()
+        shutil.copy(next(unseen.glob("hold/*.avi")), tmp_path / "juggle" / "a.avi")
+        data = str(tmp_path)
+    else:
+        extra = ["--json", str(tmp_path / "nowhere" / "h.json")]
+    r = _run(folder, data, *extra)
+    assert r.returncode == code, r.stderr
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert words in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "nowhere").exists()
