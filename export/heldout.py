@@ -20,6 +20,7 @@ model was trained on), 3 not an export folder, 4 the dataset is missing or has o
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -36,6 +37,7 @@ from export.card import LABELS
 from export.data import Hyperframes, every_video
 from export.errors import CheckpointError, ExportError, OutputError, UsageError
 from export.formats import BY_NAME
+from models import data as datasets
 
 PROG = "python -m export.heldout"
 NAMES = ("onnx", "openvino", "openvino-int8")
@@ -60,16 +62,51 @@ def files_of(folder: Path) -> tuple[dict, dict[str, Path]]:
     return config, found
 
 
-def _same_place(a: Path, b: str) -> bool:
-    return bool(b) and Path(b).exists() and a.resolve() == Path(b).resolve()
+def _videos(root: Path) -> list[Path]:
+    try:
+        ds = datasets.load(root)
+    except datasets.DataError:
+        return []  # every_video says what is wrong with the held-out one
+    return [v.path for v in ds.train + ds.val + ds.test]
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def seen(dataset: Path, trained_on: Path) -> int:
+    """How many of ``dataset``'s videos are byte for byte videos of ``trained_on`` (a copy, or a
+    dataset drawn again with the training seed); only files of equal size are read."""
+    if not trained_on.is_dir():
+        return 0
+    if dataset.resolve() == trained_on.resolve():
+        return len(_videos(dataset))
+    by_size: dict[int, list[Path]] = {}
+    for p in _videos(trained_on):
+        by_size.setdefault(p.stat().st_size, []).append(p)
+    digests: dict[int, set[str]] = {}  # per size, made once a held-out video has that size
+    count = 0
+    for p in _videos(dataset):
+        size = p.stat().st_size
+        if size in by_size:
+            if size not in digests:
+                digests[size] = {_digest(t) for t in by_size[size]}
+            count += _digest(p) in digests[size]
+    return count
 
 
 def measure_all(folder: Path, dataset: Path) -> dict[str, Any]:
     config, files = files_of(folder)
-    if _same_place(dataset, config.get("data", "")):
+    trained_on = Path(config.get("data") or "")
+    if config.get("data") and (n := seen(dataset, trained_on)):
         raise UsageError(
-            f"{dataset} is the dataset this model was trained on; pass one it never saw "
-            "(another seed or other backgrounds); its test split is in the export's report"
+            f"{n} videos of {dataset} are videos of {trained_on}, the dataset this model was "
+            "trained on; pass one it never saw (another seed or other backgrounds); its test "
+            "split is in the export's report"
         )
     try:
         specs = {n: load_backend(p).spec for n, p in files.items()}

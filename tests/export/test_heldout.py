@@ -116,7 +116,8 @@ def test_classes_the_model_does_not_know_are_left_out_and_named(
 @pytest.mark.parametrize(
     ("case", "code", "words"),
     [
-        ("trained-on", 2, "is the dataset this model was trained on"),
+        ("trained-on", 2, "the dataset this model was trained on; pass one it never saw"),
+        ("a-copy", 2, "24 videos of"),
         ("no-report", 3, "not an export folder (no report.json)"),
         ("other-classes", 4, "pass a dataset of the same classes"),
         ("json-folder-missing", 5, "does not exist; create it first"),
@@ -129,6 +130,8 @@ def test_bad_input_is_one_line_and_its_exit_code(
     if case == "trained-on":
         data = json.loads((exported / "report.json").read_text())["checkpoint"]["config"]["data"]
         assert Path(data).resolve() == tiny_actions.resolve()
+    elif case == "a-copy":  # another folder, the same files: caught by their contents
+        data = str(shutil.copytree(tiny_actions, tmp_path / "copy"))
     elif case == "no-report":
         folder = str(tmp_path)
     elif case == "other-classes":
@@ -142,3 +145,19 @@ def test_bad_input_is_one_line_and_its_exit_code(
     assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert words in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_videos_the_model_was_trained_on_are_found_by_their_contents(
+    unseen: Path, tiny_actions: Path, tmp_path
+):
+    from export.heldout import seen
+
+    root = tmp_path / "mixed"
+    for cls in ("fall", "wave"):
+        shutil.copytree(unseen / cls, root / cls)
+    trained = sorted((tiny_actions / "fall").glob("*.avi"))[0]
+    shutil.copy(trained, root / "fall" / "renamed.avi")
+    assert seen(root, tiny_actions) == 1
+    assert seen(unseen, tiny_actions) == 0
+    assert seen(tiny_actions, tiny_actions) == 24
+    assert seen(root, tmp_path / "gone") == 0  # the training data is not on this machine
