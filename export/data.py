@@ -13,7 +13,7 @@ import numpy as np
 
 from edge_hf.spec import HyperframeSpec
 from export.errors import DataError
-from models import alerts
+from models import alerts, bnstats
 from models import data as datasets
 from models.cache import DEFAULT_LIMIT_GB, FrameCache
 from models.dataset import EvalSet, Windows
@@ -142,31 +142,9 @@ def _take(es: EvalSet, relabel: np.ndarray) -> Hyperframes:
     )
 
 
-def motion(first: np.ndarray, last: np.ndarray) -> float:
-    """How much a hyperframe moves: mean absolute difference of its first and last frames on a
-    4x subsampled grid (cheap; enough to rank windows)."""
-    a = first[::4, ::4].astype(np.int16)
-    return float(np.abs(last[::4, ::4].astype(np.int16) - a).mean())
-
-
 def balanced(w: Windows, relabel: np.ndarray, limit: int) -> Hyperframes:
-    """Calibration windows: the same number per class, and within a class spread evenly over the
-    range of motion (its stillest to its fastest window). What tells a fall from a lie-down is
-    the rare fast window; a random sample of a clip is mostly its still lead-in and tail, and
-    would set activation ranges that clip the motion away."""
-    per_class: dict[int, list[tuple[float, int, int]]] = {}
-    first, last = int(w.offsets.min()), int(w.offsets.max())  # the window's oldest, newest
-    for c, (starts, labels) in enumerate(zip(w.starts, w.labels, strict=True)):
-        clip = w.clip(c)
-        for s, lab in zip(starts.tolist(), labels.tolist(), strict=True):
-            per_class.setdefault(lab, []).append((motion(clip[s + first], clip[s + last]), c, s))
-    quota = max(1, limit // max(1, len(per_class)))
-    items: list[tuple[int, int, int]] = []
-    for lab, cands in sorted(per_class.items()):
-        cands.sort()
-        picks = np.unique(np.linspace(0, len(cands) - 1, min(quota, len(cands))).round())
-        items += [(cands[int(i)][1], cands[int(i)][2], lab) for i in picks]
-    order = np.random.default_rng(0).permutation(len(items))  # NNCF takes the first subset_size
-    items = [items[i] for i in order]
+    """Calibration windows (models.bnstats.balanced): the same number per class, spread over
+    each class's range of motion, so that the rare fast motion sets activation ranges too."""
+    items = bnstats.balanced(w, limit)
     x = np.stack([w.window(c, s) for c, s, _ in items])
     return Hyperframes(x, relabel[[lab for *_, lab in items]], np.array([c for c, *_ in items]))

@@ -42,6 +42,7 @@ class TrainConfig:
     warmup_epochs: int = 0
     ema: float = 0.0  # decay of an exponential moving average of the weights; 0: off
     soup: int = 1  # members averaged into the kept weights (models/soup.py); 1: one run
+    bn_windows: int = 0  # BatchNorm statistics measured again on this many windows; 0: off
     samples_per_clip: int = 1  # random hyperframes per clip per epoch
     eval_clips: int = 3  # deterministic windows per validation video, logits averaged
     aug: str = "sync"
@@ -93,6 +94,7 @@ class TrainConfig:
                 "soup",
                 "1 without --pretrained (members trained from scratch do not average: --soup 1)",
             ),
+            (self.bn_windows >= 0, "bn_windows", "a whole number of windows >= 0 (0: off)"),
             (self.patience >= 0, "patience", "a whole number of epochs >= 0 (0: off)"),
             (self.time_limit >= 0, "time_limit", "minutes >= 0 (0: none)"),
             (self.cache_limit_gb >= 0, "cache_limit_gb", "gigabytes >= 0 (0: no limit)"),
@@ -157,6 +159,9 @@ HELP = {
     "+ I, and keep the average of their weights (a uniform model soup: no one seed's draw "
     "decides the model; N times the training time, one model's cost on the device); 1: one run; "
     "--pretrained '' trains one run unless --soup is given",
+    "bn_windows": "once the kept weights are final (a soup's average too), measure every "
+    "BatchNorm's statistics again on this many training windows without augmentation (as many "
+    "per class, spread over each class's motion; models/bnstats.py); 0: keep those of training",
     "samples_per_clip": "random hyperframes per training clip per epoch",
     "eval_clips": "evenly spaced windows per evaluation video; their logits are averaged",
     "aug": "augmentation: sync (one draw per hyperframe), per-frame (the broken ablation), none",

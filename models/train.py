@@ -30,7 +30,7 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from edge_hf.spec import HyperframeSpec
-from models import backwards, flips, soup
+from models import backwards, bnstats, flips, soup
 from models import data as datasets
 from models.alerts import alert_names, spec_for, warn_about
 from models.augment import AugConfig
@@ -168,19 +168,22 @@ def fit(cfg: TrainConfig) -> dict:
         return train(cfg)
     run = prepare(cfg)
     members = [
-        train(replace(cfg, soup=1, name=f"{run.name}/member{i}"), member=i) for i in range(cfg.soup)
-    ]
+        train(replace(cfg, soup=1, bn_windows=0, name=f"{run.name}/member{i}"), member=i)
+        for i in range(cfg.soup)
+    ]  # the members' statistics are replaced below: not measured for each
     best = run.out / "best.pt"
     paths = [Path(cfg.out) / m["name"] / "best.pt" for m in members]
     device = device_for(cfg)
     model = network(cfg, run, None).to(device)
-    model.load_state_dict(soup.mix(paths, best, cfg.to_dict())["model"])
+    soup.mix(paths, best, cfg.to_dict())
+    measured = restat(cfg, run, model, device)
     val, test = (
         split_metrics(model, loader, run.dl, run.ds.classes, device) if loader else None
         for loader in (run.dl.val, run.dl.test)
     )
     log.info("%s: soup of %d members: val top-1 %.3f", run.name, cfg.soup, val["top1"])
-    return write_results(run, cfg, [], soup.stopped(members), test, members[0]["start"], val)
+    stopped = {**soup.stopped(members), "bn_windows": measured}
+    return write_results(run, cfg, [], stopped, test, members[0]["start"], val)
 
 
 def train(cfg: TrainConfig, member: int = 0) -> dict:
@@ -249,10 +252,28 @@ def train(cfg: TrainConfig, member: int = 0) -> dict:
             reason = why
             break
     log.info("%s: stopped after epoch %d: %s", name, len(history), reason)
+    measured = restat(cfg, run, model, device)
+    kept = split_metrics(model, dl.val, dl, ds.classes, device) if measured and dl.val else None
     test = held_out_metrics(out / "best.pt", model, dl, ds.classes, device)
     stopped = {"reason": reason, "epochs_run": len(history), "best_epoch": stop.best_epoch,
-               "chosen_on": "val top-1 and alert AUC" if dl.alerts else "val top-1"}  # fmt: skip
-    return write_results(run, cfg, history, stopped, test, began)
+               "chosen_on": "val top-1 and alert AUC" if dl.alerts else "val top-1",
+               "bn_windows": measured}  # fmt: skip
+    return write_results(run, cfg, history, stopped, test, began, kept)
+
+
+def restat(cfg: TrainConfig, run: Run, model: torch.nn.Module, device: torch.device) -> int:
+    """Load the kept weights (best.pt) into ``model``; with ``--bn-windows N``, measure their
+    BatchNorm statistics again on N training windows (models/bnstats.py) and write them back.
+    Returns how many windows were seen (0: off)."""
+    path = run.out / "best.pt"
+    state = torch.load(path, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    if not cfg.bn_windows:
+        return 0
+    seen = bnstats.reestimate(model, run.dl.train.dataset.w, cfg.bn_windows, device)
+    torch.save({**state, "model": model.state_dict()}, path)
+    log.info("%s: BatchNorm statistics measured again on %d training windows", run.name, seen)
+    return seen
 
 
 def device_for(cfg: TrainConfig) -> torch.device:

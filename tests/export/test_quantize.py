@@ -7,9 +7,11 @@ import openvino as ov
 import pytest
 
 from edge_hf.runtime import DEMO_MODEL
-from export.data import balanced, motion
+from export.data import balanced
 from export.errors import UsageError
 from export.quantize import QuantOptions, float_layers
+from models.bnstats import motion
+from tests.windows import FakeWindows
 
 
 @pytest.fixture(scope="module")
@@ -37,27 +39,11 @@ def test_unknown_keep_float_group_is_a_usage_error():
         QuantOptions(keep_float=("stme",))
 
 
-class _W:
-    """Stands in for models.dataset.Windows: two clips of one class, 3-frame windows."""
-
-    def __init__(self, clips):
-        self.clips = clips
-        self.offsets = np.arange(3)
-        self.starts = [np.arange(len(c) - 2) for c in clips]
-        self.labels = [np.zeros(len(c) - 2, int) for c in clips]
-
-    def clip(self, c):
-        return self.clips[c]
-
-    def window(self, c, s):
-        return self.clips[c][s + self.offsets]
-
-
 def test_calibration_spreads_from_still_to_fast():
     still = np.zeros((50, 8, 8, 3), np.uint8)
     moving = np.zeros((50, 8, 8, 3), np.uint8)
     moving[25:] = 200  # one jump: the only windows that move are around frame 25
-    cal = balanced(_W([still, moving]), np.array([0]), 5)
+    cal = balanced(FakeWindows([still, moving]), np.array([0]), 5)
     moves = sorted(motion(x[0], x[-1]) for x in cal.x)
     # the stillest and the fastest windows are both in (2 of 96 windows move: a random 5 would
     # miss them nine times in ten)

@@ -44,7 +44,7 @@ def train(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def one_epoch(tiny_actions: Path, tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("train")
-    r = train("--data", str(tiny_actions), "--name", "tiny", tmp=tmp)
+    r = train("--data", str(tiny_actions), "--name", "tiny", "--bn-windows", "12", tmp=tmp)
     assert r.returncode == 0, r.stderr
     (tmp / "stderr.txt").write_text(r.stderr)
     return tmp
@@ -66,8 +66,14 @@ def test_one_epoch_writes_checkpoint_metrics_and_plots(one_epoch: Path):
     assert len(row["confusion"]) == 6 and sum(map(sum, row["confusion"])) == 3
     assert sum(map(sum, m["test"]["confusion"])) == 12 and m["test_top1"] == m["test"]["top1"]
     assert m["videos"] == {"train": 9, "val": 3, "test": 12}
+    measured = m["stopped"].pop("bn_windows")
     assert m["stopped"] == {"reason": "epochs: all 1 run", "epochs_run": 1, "best_epoch": 1,
                             "chosen_on": "val top-1 and alert AUC"}  # fmt: skip
+    # --bn-windows: best.pt is the epoch's weights (last.pt's) with BatchNorm measured again
+    assert 0 < measured <= 12
+    best, last = (torch.load(run / f, weights_only=True)["model"] for f in ("best.pt", "last.pt"))
+    assert torch.equal(best["backbone.conv_stem.weight"], last["backbone.conv_stem.weight"])
+    assert not torch.allclose(best["backbone.bn1.running_mean"], last["backbone.bn1.running_mean"])
     # its fall clips are labelled whole: the epoch's score is the mean with their AUC
     assert 0 <= row["alert_auc"] <= 1 and row["choice"] == (row["top1"] + row["alert_auc"]) / 2
     assert m["flip"]["swap"] == {"walk_left": "walk_right", "walk_right": "walk_left"}
