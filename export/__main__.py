@@ -105,6 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
         "for the model on its validation videos; README: Alerts that wait for a pose)",
     )
     p.add_argument("--repeats", type=int, default=100, help="timed runs per latency figure")
+    p.add_argument(
+        "--held-out",
+        type=Path,
+        metavar="DATASET",
+        help="also measure every file on every video of DATASET, a dataset of the same classes "
+        "the model never saw (python -m export.heldout; README: INT8 on a world the model never "
+        "saw); refused if it holds any of the training videos",
+    )
     return p
 
 
@@ -155,6 +163,7 @@ def options(argv: list[str]):
         thresholds=tuple(args.threshold),
         then=_then(args.then),
         repeats=args.repeats,
+        held_out=args.held_out,
         command=shlex.join([*PROG.split(), *argv]),
     )
 
@@ -184,7 +193,14 @@ def summary(report: dict, out: Path) -> str:
     from export.clips import lines
 
     on_clips = lines((report.get("clips") or {}).get("classes"))
-    return "\n".join([f"wrote {out}", *metrics_table(report)[2:], *on_clips])
+    return "\n".join([f"wrote {out}", *metrics_table(report)[2:], *on_clips, *held_out(report)])
+
+
+def held_out(report: dict) -> list[str]:
+    """The files on a dataset the model never saw (--held-out), if measured."""
+    from export.heldout import lines
+
+    return ["", *lines(report["held_out"])] if report.get("held_out") else []
 
 
 if __name__ == "__main__":

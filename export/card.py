@@ -118,7 +118,8 @@ def card_lines(r: dict) -> list[str]:
             f"| {name} | {', '.join(row['files'])} | {row['precision']} | "
             f"{row['bytes'] / 1e6:.2f} MB |"
         )
-    lines += ["", *metrics_table(r), "", *adapter_lines(r), "", *data_lines(r, data)]
+    lines += ["", *metrics_table(r), *_held_out_lines(r.get("held_out"))]
+    lines += ["", *adapter_lines(r), "", *data_lines(r, data)]
     lines += [
         "",
         "## Machine",
@@ -138,6 +139,15 @@ def card_lines(r: dict) -> list[str]:
         "recorded in report.json (`checkpoint.config`).",
     ]
     return lines
+
+
+def _held_out_lines(h: dict | None) -> list[str]:
+    """--held-out: every file on a dataset the model never saw (export.heldout)."""
+    if not h:
+        return []
+    from export.heldout import lines
+
+    return ["", "## On videos it never saw", "", *lines(h)]
 
 
 LOSS_LIMIT = 0.01  # one point of top-1, per video or per window

@@ -99,8 +99,8 @@ def seen(dataset: Path, trained_on: Path) -> int:
     return count
 
 
-def measure_all(folder: Path, dataset: Path) -> dict[str, Any]:
-    config, files = files_of(folder)
+def check_unseen(dataset: Path, config: dict[str, Any]) -> None:
+    """Refuse a dataset holding videos of the one the model was trained on (``config["data"]``)."""
     trained_on = Path(config.get("data") or "")
     if config.get("data") and (n := seen(dataset, trained_on)):
         raise UsageError(
@@ -108,6 +108,17 @@ def measure_all(folder: Path, dataset: Path) -> dict[str, Any]:
             "trained on; pass one it never saw (another seed or other backgrounds); its test "
             "split is in the export's report"
         )
+
+
+def measure_all(folder: Path, dataset: Path) -> dict[str, Any]:
+    """An export folder's files on ``dataset`` (checked unseen first)."""
+    config, files = files_of(folder)
+    check_unseen(dataset, config)
+    return {"export": str(folder), **measure_files(files, config, dataset)}
+
+
+def measure_files(files: dict[str, Path], config: dict[str, Any], dataset: Path) -> dict:
+    """Each model file (by format name) on every video of ``dataset``; INT8 against FP32."""
     try:
         specs = {n: load_backend(p).spec for n, p in files.items()}
     except ModelError as e:
@@ -117,7 +128,6 @@ def measure_all(folder: Path, dataset: Path) -> dict[str, Any]:
     logits = {n: measure.backend_logits(p, hf.x, len(spec.classes)) for n, p in files.items()}
     rows = {n: _accuracy(lg, hf, video_level) for n, lg in logits.items()}
     out: dict[str, Any] = {
-        "export": str(folder),
         "dataset": str(dataset),
         "videos": len(np.unique(hf.clip)),
         "windows": len(hf),

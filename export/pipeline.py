@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from edge_hf.spec import HyperframeSpec, Then
-from export import clips, floatops, measure, ranges
+from export import clips, floatops, heldout, measure, ranges
 from export.card import environment, write_card, write_report
 from export.checkpoint import Checkpoint, load_checkpoint, with_then, with_thresholds
 from export.data import EvalData, load_data
@@ -39,6 +39,7 @@ class ExportOptions:
     thresholds: tuple[tuple[str, float], ...] = ()
     then: tuple[Then, ...] | None = None  # None: auto (export.checkpoint.with_then)
     repeats: int = 100  # timed runs per latency figure
+    held_out: Path | None = None  # also measured on every video of this unseen dataset
     command: str = ""
 
 
@@ -48,12 +49,18 @@ def run(opts: ExportOptions) -> dict:
     out = check_out(opts.out, opts.force)
     ckpt = load_checkpoint(opts.checkpoint)
     spec = with_then(with_thresholds(ckpt.spec, list(opts.thresholds)), opts.then)
+    if opts.held_out is not None:  # before the work: a dataset it was trained on is refused
+        heldout.check_unseen(opts.held_out, ckpt.config)
     data = load_data(_dataset(ckpt, opts.calib), ckpt.spec, ckpt.config, opts.quant.subset_size)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
         spec, waited = _wait(ckpt, spec, data, opts, staging)
         report = build(ckpt, spec, data, opts, staging)
         report["export"]["wait"] = waited
+        if opts.held_out is not None:  # every file built, the FP32 one even when not shipped
+            names = [n for n in heldout.NAMES if n in report["formats"]]
+            files = {n: staging / BY_NAME[n].filename for n in names}
+            report["held_out"] = heldout.measure_files(files, ckpt.config, opts.held_out)
         write_report(staging / "report.json", report)
         write_card(staging / "MODEL_CARD.md", report)
         keep = {f for fmt in opts.formats for f in fmt.files()} | set(REPORT_FILES)

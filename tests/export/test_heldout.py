@@ -161,3 +161,26 @@ def test_videos_the_model_was_trained_on_are_found_by_their_contents(
     assert seen(unseen, tiny_actions) == 0
     assert seen(tiny_actions, tiny_actions) == 24
     assert seen(root, tmp_path / "gone") == 0  # the training data is not on this machine
+
+
+def test_the_export_measures_its_files_on_unseen_videos_too(
+    tiny_ckpt: Path, tiny_actions: Path, unseen: Path, tmp_path
+):
+    from tests.export.conftest import run_export
+
+    out = tmp_path / "exp"
+    fast = ["--ranges", "minmax", "--subset-size", "50", "--repeats", "2", "--then", "none"]
+    args = [str(tiny_ckpt), "--formats", "onnx,openvino-int8", *fast, "--out", str(out)]
+    r = run_export(*args, "--held-out", str(unseen))
+    assert r.returncode == 0, r.stderr
+    h = json.loads((out / "report.json").read_text())["held_out"]
+    # the FP32 IR INT8 was made from is measured too, though not shipped
+    assert set(h["formats"]) == {"onnx", "openvino", "openvino-int8"}
+    assert not (out / "model.xml").exists()
+    assert h["videos"] == 12 and h["int8"]["against"] == "openvino"
+    card = (out / "MODEL_CARD.md").read_text()
+    assert "## On videos it never saw" in card and f"held out: {unseen} (12 videos" in card
+    assert f"held out: {unseen} (12 videos" in r.stdout
+    refused = run_export(*args, "--held-out", str(tiny_actions), "--force")
+    assert refused.returncode == 2 and "the dataset this model was trained on" in refused.stderr
+    assert json.loads((out / "report.json").read_text())["held_out"] == h  # left as it was
