@@ -12,7 +12,7 @@ own backends, and says how far the drop could be from what it measured:
 For each file top-1 per video and per window; for INT8 against OpenVINO FP32 the drop per video
 and per window with a 95 % interval (a paired bootstrap over videos: both formats see the same
 resampled videos), the videos only one of the two gets right, and the alert agreement
-(export.ranges) over every window. Exit codes: 0 done, 2 bad usage (the dataset is the one the
+(export.ranges) over every window. Exit codes: 0 done, 2 bad usage (the dataset holds videos the
 model was trained on), 3 not an export folder, 4 the dataset is missing or has other classes,
 5 --json cannot be written there, 130 interrupted (nothing written).
 """
@@ -41,7 +41,7 @@ from models import data as datasets
 
 PROG = "python -m export.heldout"
 NAMES = ("onnx", "openvino", "openvino-int8")
-RESAMPLES = 2000  # bootstrap draws of the videos: the interval's ends move by < 0.1 point
+RESAMPLES = 2000  # bootstrap draws of the videos, from a fixed seed: the same interval each run
 FIX = "pass the folder `python -m export` wrote (runs/NAME/export)"
 
 
@@ -99,15 +99,21 @@ def seen(dataset: Path, trained_on: Path) -> int:
     return count
 
 
+def trained_on(config: dict[str, Any]) -> list[Path]:
+    """The folders a model's training read: its dataset and its ``--more-data`` folders."""
+    folders = [Path(config["data"])] if config.get("data") else []
+    return folders + [datasets.more_data_folder(str(m))[0] for m in config.get("more_data") or ()]
+
+
 def check_unseen(dataset: Path, config: dict[str, Any]) -> None:
-    """Refuse a dataset holding videos of the one the model was trained on (``config["data"]``)."""
-    trained_on = Path(config.get("data") or "")
-    if config.get("data") and (n := seen(dataset, trained_on)):
-        raise UsageError(
-            f"{n} videos of {dataset} are videos of {trained_on}, the dataset this model was "
-            "trained on; pass one it never saw (another seed or other backgrounds); its test "
-            "split is in the export's report"
-        )
+    """Refuse a dataset holding videos of any folder the model was trained on."""
+    for folder in trained_on(config):
+        if n := seen(dataset, folder):
+            raise UsageError(
+                f"{n} videos of {dataset} are videos of {folder}, which this model was trained "
+                "on; pass a dataset it never saw (another seed or other backgrounds); its test "
+                "split is in the export's report"
+            )
 
 
 def measure_all(folder: Path, dataset: Path) -> dict[str, Any]:

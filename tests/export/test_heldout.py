@@ -116,7 +116,7 @@ def test_classes_the_model_does_not_know_are_left_out_and_named(
 @pytest.mark.parametrize(
     ("case", "code", "words"),
     [
-        ("trained-on", 2, "the dataset this model was trained on; pass one it never saw"),
+        ("trained-on", 2, "which this model was trained on; pass a dataset it never saw"),
         ("a-copy", 2, "24 videos of"),
         ("no-report", 3, "not an export folder (no report.json)"),
         ("other-classes", 4, "pass a dataset of the same classes"),
@@ -182,5 +182,16 @@ def test_the_export_measures_its_files_on_unseen_videos_too(
     assert "## On videos it never saw" in card and f"held out: {unseen} (12 videos" in card
     assert f"held out: {unseen} (12 videos" in r.stdout
     refused = run_export(*args, "--held-out", str(tiny_actions), "--force")
-    assert refused.returncode == 2 and "the dataset this model was trained on" in refused.stderr
+    assert refused.returncode == 2 and "which this model was trained on" in refused.stderr
     assert json.loads((out / "report.json").read_text())["held_out"] == h  # left as it was
+
+
+def test_more_data_folders_count_as_training_data(unseen: Path, tiny_actions: Path, tmp_path):
+    from export.errors import UsageError
+    from export.heldout import check_unseen
+
+    copy = shutil.copytree(tiny_actions, tmp_path / "copy")
+    config = {"data": str(unseen.parent / "elsewhere"), "more_data": [f"{tiny_actions}:1"]}
+    with pytest.raises(UsageError, match=f"24 videos of {copy} are videos of {tiny_actions}"):
+        check_unseen(copy, config)
+    check_unseen(unseen, config)  # nothing shared: no error
