@@ -23,15 +23,10 @@ from pathlib import Path
 from edge_hf._values import then_rules
 from edge_hf.errors import SpecError
 from edge_hf.spec import parse_threshold
-from export.errors import ExportError, UsageError
+from export.errors import Parser, UsageError, command
 from export.formats import FORMATS, check_options, parse_formats
 
 PROG = "python -m export"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not usage + error
-        raise UsageError(f"{message} (see --help)")
 
 
 def _keep_float(text: str | None) -> tuple[str, ...]:
@@ -53,7 +48,7 @@ def _threshold(text: str) -> tuple[str, float]:
 
 def build_parser() -> argparse.ArgumentParser:
     table = "; ".join(f"{f.name}: {f.about}" for f in FORMATS)
-    p = _Parser(prog=PROG, description=__doc__.splitlines()[0])
+    p = Parser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", type=Path, help="runs/NAME/best.pt from python -m models.train")
     p.add_argument(
         "--formats", default="onnx,openvino,openvino-int8", help=f"default: all. {table}"
@@ -173,19 +168,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="export: %(levelname)s %(message)s")
     # NNCF imports torch's C++ extension helper, which warns that this CPU box has no CUDA
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
-    try:
-        opts = options(argv)
-        from export.pipeline import run
+    return command("export", lambda: _export(argv))
 
-        report = run(opts)
-    except ExportError as e:
-        print(f"export: error: {e}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("export: interrupted; nothing was written", file=sys.stderr)
-        return 130
-    print(summary(report, opts.out))
-    return 0
+
+def _export(argv: list[str]) -> str:
+    opts = options(argv)
+    from export.pipeline import run
+
+    return summary(run(opts), opts.out)
 
 
 def summary(report: dict, out: Path) -> str:

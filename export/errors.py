@@ -6,6 +6,10 @@ one line on stderr. Any other exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import argparse
+import sys
+from collections.abc import Callable
+
 
 class ExportError(Exception):
     exit_code = 1
@@ -39,3 +43,25 @@ class ParityError(ExportError):
     """An exported model whose logits disagree with the trained model's."""
 
     exit_code = 6
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are UsageError: one line and exit 2, as every other error."""
+
+    def error(self, message: str) -> None:  # one line, not usage + error
+        raise UsageError(f"{message} (see --help)")
+
+
+def command(name: str, work: Callable[[], str]) -> int:
+    """Run an export command's ``work`` and print what it returns (exit 0); an ExportError is
+    one line on stderr and its exit code, an interrupt 130 with nothing written."""
+    try:
+        text = work()
+    except ExportError as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    print(text)
+    return 0

@@ -19,7 +19,6 @@ model was trained on), 3 not an export folder, 4 the dataset is missing or has o
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -35,7 +34,7 @@ from edge_hf.errors import ModelError
 from export import measure, ranges
 from export.card import LABELS
 from export.data import Hyperframes, every_video
-from export.errors import CheckpointError, ExportError, OutputError, UsageError
+from export.errors import CheckpointError, OutputError, Parser, UsageError, command
 from export.formats import BY_NAME
 from models import data as datasets
 
@@ -254,30 +253,21 @@ def write_json(path: Path, r: dict) -> None:
         raise
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise UsageError(f"{message} (see --help)")
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = _Parser(prog=PROG, description=__doc__.splitlines()[0])
+    p = Parser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("export", type=Path, help="the folder python -m export wrote")
     p.add_argument("dataset", type=Path, help="a dataset of the same classes the model never saw")
     p.add_argument("--json", type=Path, help="also write the numbers to this file")
-    try:
-        args = p.parse_args(sys.argv[1:] if argv is None else argv)
-        out = check_json(args.json) if args.json else None
-        r = measure_all(args.export, args.dataset)
-        if out:
-            write_json(out, r)
-    except ExportError as e:
-        print(f"export.heldout: error: {e}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("export.heldout: interrupted; nothing was written", file=sys.stderr)
-        return 130
-    print("\n".join(lines(r)))
-    return 0
+    return command(PROG.removeprefix("python -m "), lambda: _heldout(p, argv))
+
+
+def _heldout(p: Parser, argv: list[str] | None) -> str:
+    args = p.parse_args(sys.argv[1:] if argv is None else argv)
+    out = check_json(args.json) if args.json else None
+    r = measure_all(args.export, args.dataset)
+    if out:
+        write_json(out, r)
+    return "\n".join(lines(r))
 
 
 if __name__ == "__main__":
