@@ -3,6 +3,7 @@
     python -m export runs/NAME/best.pt --formats onnx,openvino,openvino-int8 \\
         [--calib DATASET] [--out DIR] [--force] [--fp16] [--max-drop X] [--threshold CLASS=P]
         [--subset-size N] [--preset mixed|performance] [--ranges auto|minmax|mean-minmax|quantile|nncf]
+        [--held-out DATASET] [--tune DATASET]
 
 Writes DIR (default: ``export/`` beside the checkpoint) with the model files, ``report.json``
 and ``MODEL_CARD.md``, all or nothing. Errors are one line on stderr with an exit code:
@@ -108,6 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
         "the model never saw (python -m export.heldout; README: INT8 on a world the model never "
         "saw); refused if it holds any of the training videos",
     )
+    p.add_argument(
+        "--tune",
+        type=Path,
+        metavar="DATASET",
+        help="choose INT8 (--ranges auto, --max-drop) and the wait for lying on every video of "
+        "DATASET, videos of the model's classes it never trained on, instead of the trainer's "
+        "validation split (README: INT8 chosen on more videos); refused if it holds training "
+        "videos or --held-out ones",
+    )
     return p
 
 
@@ -159,6 +169,7 @@ def options(argv: list[str]):
         then=_then(args.then),
         repeats=args.repeats,
         held_out=args.held_out,
+        tune=args.tune,
         command=shlex.join([*PROG.split(), *argv]),
     )
 

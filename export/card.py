@@ -269,8 +269,18 @@ def data_lines(r: dict, data: dict) -> list[str]:
         + (f", kept in float: {', '.join(q['keep_float'])}" if q.get("keep_float") else "")
         + (f", overflow fix: {q['overflow_fix']}" if q.get("overflow_fix") else "")
         + "."
-        + _in_float(q),
+        + _in_float(q)
+        + _tune(data.get("tune")),
     ]
+
+
+def _tune(t: dict | None) -> str:
+    if not t:
+        return ""
+    return (
+        f" INT8 and the wait for lying were chosen on `{t['dataset']}` (--tune: {t['videos']} "
+        "videos the model never trained on) instead of the validation split."
+    )
 
 
 def _in_float(q: dict) -> str:

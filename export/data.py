@@ -5,7 +5,7 @@ evaluation windows (``models.dataset.EvalSet``), i.e. exactly what the runtime f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ class EvalData:
     videos: tuple[int, int]  # (training, test) videos
     tune_videos: tuple[datasets.Video, ...] = ()  # the videos of `tune` (export.wait scores them)
     classes: tuple[str, ...] = ()  # the dataset's, naming the videos' labels
+    tune_root: Path | None = None  # --tune: the dataset `tune` is, in place of the validation split
 
 
 def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: int) -> EvalData:
@@ -105,34 +106,57 @@ def _windows_of(
     return windows
 
 
+@dataclass(frozen=True)
+class Unseen:
+    """Every video of a dataset the model never saw (no split held back), of its classes."""
+
+    hf: Hyperframes  # their evaluation windows, labelled in the model's class order
+    video_level: bool  # one label per video
+    left_out: dict[str, int]  # videos of classes the model does not know, by class
+    videos: tuple[datasets.Video, ...]  # the videos kept
+    classes: tuple[str, ...]  # the dataset's, naming the videos' labels
+
+
 def every_video(
-    root: Path, spec: HyperframeSpec, config: dict[str, Any]
-) -> tuple[Hyperframes, bool, dict[str, int]]:
-    """The evaluation windows of every video in ``root`` (a dataset the model never saw, so no
-    split is held back), labelled in the model's class order; whether its labels are per video;
-    and the videos left out, by class, of the classes the model does not know (per-video labels
-    only: a stream labelled per frame needs every one of its classes known)."""
+    root: Path, spec: HyperframeSpec, config: dict[str, Any], what: str = "held-out data"
+) -> Unseen:
+    """The evaluation windows of every video in ``root``; videos of classes the model does not
+    know are left out and counted (per-video labels only: a stream labelled per frame needs
+    every one of its classes known)."""
     try:
         ds = datasets.load(root)
     except datasets.DataError as e:
-        raise DataError(f"held-out data: {e}") from None
+        raise DataError(f"{what}: {e}") from None
     videos = ds.train + ds.val + ds.test
     video_level = all(v.video_class >= 0 for v in videos)
     known = [c for c in ds.classes if c in spec.classes]
     if not known or (len(known) < len(ds.classes) and not video_level):
         raise DataError(
-            f"held-out data {root} has classes {list(ds.classes)} but the model was trained on "
+            f"{what} {root} has classes {list(ds.classes)} but the model was trained on "
             f"{list(spec.classes)}; pass a dataset of the same classes"
         )
     left = {c: sum(v.video_class == k for v in videos) for k, c in enumerate(ds.classes)}
     left = {c: n for c, n in left.items() if c not in known and n}
     videos = tuple(v for v in videos if v.video_class < 0 or ds.classes[v.video_class] in known)
     if not videos:
-        raise DataError(f"held-out data {root} has no videos of the model's classes")
+        raise DataError(f"{what} {root} has no videos of the model's classes")
     relabel = np.array([spec.classes.index(c) if c in known else -1 for c in ds.classes])
-    w = _windows_of(root, ds, spec, config, "held-out data")(videos)
-    clips = int(config.get("eval_clips", 3))
-    return _take(EvalSet(w, clips), relabel), video_level, left
+    w = _windows_of(root, ds, spec, config, what)(videos)
+    hf = _take(EvalSet(w, int(config.get("eval_clips", 3))), relabel)
+    return Unseen(hf, video_level, left, videos, ds.classes)
+
+
+def tuned_on(data: EvalData, root: Path, spec: HyperframeSpec, config: dict[str, Any]) -> EvalData:
+    """``data`` with every video of ``root`` (videos the model never trained on) as the set INT8
+    and the wait for lying are chosen on, in place of the trainer's validation split."""
+    u = every_video(root, spec, config, "--tune data")
+    if u.video_level != data.video_level:
+        per = {True: "one label per video", False: "labels per frame"}
+        raise DataError(
+            f"--tune data {root}: expected {per[data.video_level]}, as the training dataset "
+            f"has, found {per[u.video_level]}"
+        )
+    return replace(data, tune=u.hf, tune_videos=u.videos, classes=u.classes, tune_root=root)
 
 
 def _take(es: EvalSet, relabel: np.ndarray) -> Hyperframes:

@@ -129,7 +129,8 @@ def measure_files(files: dict[str, Path], config: dict[str, Any], dataset: Path)
     except ModelError as e:
         raise CheckpointError(f"{e}; {FIX}") from None
     spec = specs.get("openvino-int8") or next(iter(specs.values()))
-    hf, video_level, left_out = every_video(dataset, spec, config)
+    u = every_video(dataset, spec, config)
+    hf, video_level, left_out = u.hf, u.video_level, u.left_out
     logits = {n: measure.backend_logits(p, hf.x, len(spec.classes)) for n, p in files.items()}
     rows = {n: _accuracy(lg, hf, video_level) for n, lg in logits.items()}
     out: dict[str, Any] = {

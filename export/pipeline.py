@@ -16,8 +16,8 @@ from edge_hf.spec import HyperframeSpec, Then
 from export import clips, floatops, heldout, measure, ranges
 from export.card import environment, write_card, write_report
 from export.checkpoint import Checkpoint, load_checkpoint, with_then, with_thresholds
-from export.data import EvalData, load_data
-from export.errors import DataError, OutputError
+from export.data import EvalData, load_data, tuned_on
+from export.errors import DataError, OutputError, UsageError
 from export.formats import BY_NAME, Format, needed
 from export.quantize import QuantOptions, float_layers, quantize
 from export.to_onnx import OPSET, backbone_of, export_onnx
@@ -40,6 +40,7 @@ class ExportOptions:
     then: tuple[Then, ...] | None = None  # None: auto (export.checkpoint.with_then)
     repeats: int = 100  # timed runs per latency figure
     held_out: Path | None = None  # also measured on every video of this unseen dataset
+    tune: Path | None = None  # INT8 and the wait chosen on this unseen dataset (export.data)
     command: str = ""
 
 
@@ -49,9 +50,10 @@ def run(opts: ExportOptions) -> dict:
     out = check_out(opts.out, opts.force)
     ckpt = load_checkpoint(opts.checkpoint)
     spec = with_then(with_thresholds(ckpt.spec, list(opts.thresholds)), opts.then)
-    if opts.held_out is not None:  # before the work: a dataset it was trained on is refused
-        heldout.check_unseen(opts.held_out, ckpt.config)
+    _check_unseen(opts, ckpt.config)  # before the work
     data = load_data(_dataset(ckpt, opts.calib), ckpt.spec, ckpt.config, opts.quant.subset_size)
+    if opts.tune is not None:
+        data = tuned_on(data, opts.tune, ckpt.spec, ckpt.config)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
         spec, waited = _wait(ckpt, spec, data, opts, staging)
@@ -83,6 +85,21 @@ def _wait(ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOp
     path = folder / "wait.onnx"  # staging only: dropped by run()
     export_onnx(ckpt.net, spec, path)
     return choose_wait(path, spec, data.tune_videos, data.classes)
+
+
+def _check_unseen(opts: ExportOptions, config: dict) -> None:
+    """Refuse --held-out or --tune data holding training videos, and a --held-out dataset
+    holding --tune videos (what INT8 was chosen on cannot measure it)."""
+    for given in (opts.held_out, opts.tune):
+        if given is not None:
+            heldout.check_unseen(given, config)
+    both = opts.held_out is not None and opts.tune is not None
+    if both and (n := heldout.seen(opts.held_out, opts.tune)):
+        raise UsageError(
+            f"{n} videos of --held-out {opts.held_out} are videos of --tune {opts.tune}, "
+            "which INT8 and the wait are chosen on; pass two datasets drawn apart (other "
+            "seeds)"
+        )
 
 
 @dataclass
@@ -215,7 +232,13 @@ def quantized(
     chosen = ranges.best(judged)
     if quant.max_drop is not None:  # accuracy control, on the chosen ranges
         models[chosen] = quantize(ov_model.clone(), data, replace(quant, ranges=chosen))
-    on = "validation split" if data.tune is not data.val else "test split (no validation split)"
+    on = (
+        f"--tune {data.tune_root}"
+        if data.tune_root is not None
+        else "validation split"
+        if data.tune is not data.val
+        else "test split (no validation split)"
+    )
     return models[chosen], {
         "chosen": chosen,
         "on": f"{on}, {len(x)} hyperframes",
@@ -296,6 +319,9 @@ def _data_facts(data: EvalData, ckpt: Checkpoint) -> dict:
         else "windows",
         "label_strategy": ckpt.config.get("label_strategy", "video"),
         "eval_clips": ckpt.config.get("eval_clips"),
+        "tune": None
+        if data.tune_root is None
+        else {"dataset": str(data.tune_root), "videos": len(data.tune_videos)},
     }
 
 

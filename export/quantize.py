@@ -191,8 +191,9 @@ def _inputs_of(model: ov.Model | ov.CompiledModel) -> Callable[[np.ndarray], Any
 
 
 def _validation_items(data: EvalData) -> list[tuple[np.ndarray, int]]:
-    """What the report's top-1 counts, on the trainer's validation split (never the test split
-    the report measures): a video (its windows as one batch) or a window."""
+    """What the report's top-1 counts, on the trainer's validation split or the --tune dataset
+    (never the test split the report measures): a video (its windows as one batch) or a
+    window."""
     val = data.tune
     if data.video_level:
         return [(val.x[val.clip == c], int(val.y[val.clip == c][0])) for c in np.unique(val.clip)]

@@ -58,3 +58,14 @@ def exported(tiny_ckpt: Path, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def report(exported: Path) -> dict:
     return json.loads((exported / "report.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def unseen(tmp_path_factory) -> Path:
+    """The tiny export's six classes, drawn with another seed: videos it never saw."""
+    from models.synthdata import write_action_dataset
+
+    with built_once(tmp_path_factory, "unseen") as (root, todo):
+        if todo:
+            write_action_dataset(root, 2, (72, 96), seed=9)
+    return root

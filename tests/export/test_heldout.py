@@ -1,6 +1,6 @@
 """export/heldout.py: an export's files measured on every video of a dataset the model never
 saw, INT8's drop with a bootstrap interval. The counts on hand-built logits, then the real
-command on the tiny export (tests/export/conftest.py) and a dataset written with another seed."""
+command on the tiny export and a dataset written with another seed (tests/export/conftest.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from export.data import Hyperframes
 from export.heldout import compare
-from tests.conftest import built_once, run_module
+from tests.conftest import run_module
 
 CLASSES = 3
 
@@ -63,17 +63,6 @@ def test_windows_alone_when_labels_are_per_frame():
     int8[0] = np.roll(int8[0], 1)  # one window of thirty
     c = compare(hf, fp32, int8, video_level=False)
     assert set(c) == {"window"} and c["window"]["drop"] == pytest.approx(100 / 30, abs=0.01)
-
-
-@pytest.fixture(scope="module")
-def unseen(tmp_path_factory) -> Path:
-    """The tiny export's six classes, drawn with another seed."""
-    from models.synthdata import write_action_dataset
-
-    with built_once(tmp_path_factory, "unseen") as (root, todo):
-        if todo:
-            write_action_dataset(root, 2, (72, 96), seed=9)
-    return root
 
 
 def _run(*args: str):
