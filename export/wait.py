@@ -76,7 +76,7 @@ def lying_peaks(s: list[Stream], rule: Then) -> list[float]:
 def choose(peaks: list[float]) -> tuple[float, float, str]:
     """(threshold, seconds, why) from the validation falls' lying peaks."""
     if len(peaks) < MIN_FALLS:
-        why = f"{len(peaks)} validation falls (fewer than {MIN_FALLS}): defaults"
+        why = f"{len(peaks)} falls (fewer than {MIN_FALLS}): defaults"
         return Then.threshold, Then.within, why
     median = float(np.median(peaks))
     threshold = max((g for g in GRID if g <= SHARE * median + 1e-9), default=GRID[0])
@@ -85,7 +85,7 @@ def choose(peaks: list[float]) -> tuple[float, float, str]:
         SECONDS,
         (
             f"lying peaks at {median:.2f} (median) within {HORIZON:g} s of the impact of "
-            f"{len(peaks)} validation falls: the highest of {GRID[0]:g}-{GRID[-1]:g} no more than "
+            f"{len(peaks)} falls: the highest of {GRID[0]:g}-{GRID[-1]:g} no more than "
             f"{SHARE:.0%} of it"
         ),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -118,3 +119,31 @@ def test_a_story_cut_short_is_an_error_not_missed_falls(monkeypatch):
     )
     with pytest.raises(SourceError, match="a frame could not be decoded"):
         check(DEMO / "model.onnx", seeds=1, frames=903, cooldown=1.0, thresholds=[])
+
+
+def _make_demo_train_argv() -> list[str]:
+    """The arguments of ``make demo-model``'s ``models.train`` line, as make passes them."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    recipe = text.split("\ndemo-model:", 1)[1].split("\n\n", 1)[0]
+    (line,) = [ln for ln in recipe.splitlines() if " -m models.train " in ln]
+    return shlex.split(line.split(" -m models.train ", 1)[1])
+
+
+def test_make_demo_model_trains_with_the_shipped_demos_settings():
+    """Options added to the trainer or the recipe after the demo was trained must not change
+    what ``make demo-model`` trains: its command, parsed as models.train parses it, gives the
+    shipped report's config, with every option the report does not name at its default (off)."""
+    pytest.importorskip("torch")
+    from models.config import TrainConfig, parse
+
+    shipped = json.loads((DEMO / "report.json").read_text())["checkpoint"]["config"]
+    made = parse(_make_demo_train_argv()).to_dict()
+    defaults = TrainConfig().to_dict()
+    where = {"name", "out", "pretrained"}  # the run's name and folders, not what it learns
+    differ = {
+        k: (shipped.get(k, defaults[k]), v)
+        for k, v in made.items()
+        if k not in where and json.loads(json.dumps(v)) != shipped.get(k, defaults[k])
+    }
+    assert differ == {}, f"(shipped, make demo-model) differ: {differ}"
+    assert (ROOT / made["pretrained"]).is_file()

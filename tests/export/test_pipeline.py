@@ -239,6 +239,33 @@ def test_an_int8_loss_over_a_point_says_what_to_deploy(report: dict, top1, windo
                for x in metrics_table(r)) == advised  # fmt: skip
 
 
+@pytest.mark.parametrize(("held_drop", "advised"), [(0.6, False), (1.4, True)])
+def test_a_test_split_loss_is_judged_on_held_out_videos_when_measured(
+    report: dict, held_drop, advised
+):
+    import copy
+
+    from export.card import metrics_table
+
+    r = copy.deepcopy(report)
+    r["formats"]["openvino-int8"]["drop"].update(top1=0.016, window_top1=0.014)
+    r["held_out"] = {
+        "videos": 560,
+        "int8": {"video": {"drop": 0.2}, "window": {"drop": held_drop}},
+    }
+    said = [line for line in metrics_table(r) if line.startswith("More than 1 point lost")]
+    n = r["data"]["test_videos"]
+    assert said == (
+        ["More than 1 point lost: deploy model.xml (FP32) instead" + ADVICE_TAIL]
+        if advised
+        else [
+            f"More than 1 point lost on the {n} test videos, but -0.2 per video, -0.6 per window "
+            "on the 560 videos it never saw (On videos it never saw, with 95 % intervals), "
+            "which tell the drop more closely."
+        ]
+    )
+
+
 def test_a_single_frame_model_exports_and_its_adapter_is_measured(tiny_actions: Path, tmp_path):
     """With T=1 the exporter drops the adapter's last reshape and the backbone reads the batch
     size from the uint8 input: cutting the backbone out of that graph crashed the export."""

@@ -43,7 +43,7 @@ def test_four_tenths_of_the_median_lying_peak_down_to_the_grid():
     assert choose([0.9] * 6 + [0.1] * 3)[:2] == (0.35, SECONDS)  # median 0.9: 0.36
     assert choose([0.79, 0.8, 0.62, 0.95, 0.3, 0.99, 0.85, 0.7])[:2] == (0.3, SECONDS)  # 0.318
     threshold, _, why = choose([1.0] * 10)
-    assert threshold == 0.4 and "1.00 (median)" in why and "10 validation falls" in why
+    assert threshold == 0.4 and "1.00 (median)" in why and "10 falls" in why
 
 
 def test_a_model_whose_lying_stays_low_waits_for_the_lowest_threshold():
