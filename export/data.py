@@ -1,6 +1,8 @@
 """Real hyperframes for calibration and measurement: the training split calibrates INT8, the
-test split measures every format, and accuracy control may look at the validation split only. Windows, labels and preprocessing are the trainer's
-evaluation windows (``models.dataset.EvalSet``), i.e. exactly what the runtime feeds the model."""
+test split measures every format, and the choices (ranges, accuracy control, the wait) may look
+at the validation split only, or at every video of a dataset the model never trained on
+(``--tune``). Windows, labels and preprocessing are the trainer's evaluation windows
+(``models.dataset.EvalSet``), i.e. exactly what the runtime feeds the model."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ class EvalData:
     root: Path
     calib: Hyperframes  # from the training split: at most `subset` windows, balanced (below)
     val: Hyperframes  # the held-out test split (the trainer never chose anything on it)
-    tune: Hyperframes  # the trainer's validation split: what accuracy control may look at
+    tune: Hyperframes  # the validation split (or --tune's videos): what the choices look at
     video_level: bool  # one label per video: accuracy is per video, as the trainer reports it
     videos: tuple[int, int]  # (training, test) videos
     tune_videos: tuple[datasets.Video, ...] = ()  # the videos of `tune` (export.wait scores them)
