@@ -229,10 +229,12 @@ def metrics_table(r: dict) -> list[str]:
 def _within_held_out(r: dict) -> str | None:
     """Said instead of the advice when INT8 loses more than a point on the test split but not
     on the many more videos of --held-out, where the drop is known more closely."""
+    from export.heldout import gain
+
     c = (r.get("held_out") or {}).get("int8")
     if not c or max(c[u]["drop"] for u in ("video", "window") if u in c) > LOSS_LIMIT * 100:
         return None
-    per = ", ".join(f"{0.0 - c[u]['drop']:+.1f} per {u}" for u in ("video", "window") if u in c)
+    per = ", ".join(f"{gain(c[u]['drop'])} per {u}" for u in ("video", "window") if u in c)
     return (
         f"More than 1 point lost on the {r['data']['test_videos']} test videos, but {per} on "
         f"the {r['held_out']['videos']} videos it never saw (On videos it never saw, with 95 % "

@@ -217,7 +217,7 @@ def lines(r: dict) -> list[str]:
             if unit in c:
                 lo, hi = c[unit]["interval"]
                 parts.append(
-                    f"per {unit} {_gain(c[unit]['drop'])} points (95 %: {_gain(hi)} to {_gain(lo)})"
+                    f"per {unit} {gain(c[unit]['drop'])} points (95 %: {gain(hi)} to {gain(lo)})"
                 )
         extra = ""
         if "video" in c:
@@ -237,7 +237,7 @@ def check_json(path: Path) -> Path:
     return path
 
 
-def _gain(drop: float) -> str:
+def gain(drop: float) -> str:
     """A drop as the change it is, signed: -1.2 for 1.2 points lost (and +0.0, not -0.0)."""
     return f"{0.0 - drop:+.1f}"
 
