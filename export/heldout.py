@@ -132,7 +132,7 @@ def measure_files(files: dict[str, Path], config: dict[str, Any], dataset: Path)
     u = every_video(dataset, spec, config)
     hf, video_level, left_out = u.hf, u.video_level, u.left_out
     logits = {n: measure.backend_logits(p, hf.x, len(spec.classes)) for n, p in files.items()}
-    rows = {n: _accuracy(lg, hf, video_level) for n, lg in logits.items()}
+    rows = {n: _accuracy(lg, hf, video_level, spec.classes) for n, lg in logits.items()}
     out: dict[str, Any] = {
         "dataset": str(dataset),
         "videos": len(np.unique(hf.clip)),
@@ -151,12 +151,30 @@ def measure_files(files: dict[str, Path], config: dict[str, Any], dataset: Path)
     return out
 
 
-def _accuracy(logits: np.ndarray, hf: Hyperframes, video_level: bool) -> dict[str, float]:
+def _accuracy(
+    logits: np.ndarray, hf: Hyperframes, video_level: bool, classes: tuple[str, ...]
+) -> dict[str, Any]:
     hits = _hits(logits, hf)
-    row = {"window_top1": float(hits.sum() / len(hits))}
+    row: dict[str, Any] = {"window_top1": float(hits.sum() / len(hits))}
     if video_level:
         row["top1"] = float(_video_hits(logits, hf).mean())
+        row["per_class"] = per_class(logits, hf, classes)
     return row
+
+
+def per_class(logits: np.ndarray, hf: Hyperframes, classes: tuple[str, ...]) -> dict[str, dict]:
+    """Per class of the videos: how many, how many called right, and what the others were called
+    (most first), each video by its windows' logits averaged."""
+    ids = np.unique(hf.clip)
+    truth = np.array([hf.y[hf.clip == i][0] for i in ids])
+    called = np.array([logits[hf.clip == i].mean(0).argmax() for i in ids])
+    out = {}
+    for k in np.unique(truth):
+        mine = called[truth == k]
+        wrong = np.bincount(mine[mine != k], minlength=len(classes))
+        taken = {classes[c]: int(wrong[c]) for c in np.argsort(-wrong, kind="stable") if wrong[c]}
+        out[classes[k]] = {"videos": len(mine), "right": int((mine == k).sum()), "taken_for": taken}
+    return out
 
 
 def _hits(logits: np.ndarray, hf: Hyperframes) -> np.ndarray:
@@ -210,6 +228,7 @@ def lines(r: dict) -> list[str]:
     for name, row in r["formats"].items():
         top1 = f"{row['top1']:.3f}" if "top1" in row else "—"
         out.append(f"| {LABELS[name]} | {top1} | {row['window_top1']:.3f} |")
+    out += _class_lines(r["formats"])
     if "int8" in r:
         c = r["int8"]
         parts = []
@@ -224,6 +243,19 @@ def lines(r: dict) -> list[str]:
             extra = f"; videos right in FP32 only {c['video']['only_fp32']}, in INT8 only {c['video']['only_int8']}"
         out += ["", f"INT8 against {LABELS[c['against']]}: {', '.join(parts)}{extra}; "
                 f"alert agreement {c['alert_agreement']:.3f}"]  # fmt: skip
+    return out
+
+
+def _class_lines(formats: dict[str, dict]) -> list[str]:
+    """Per class, for the first file there is (FP32 before INT8): right of how many, the worst
+    confusions; nothing when the labels are per frame."""
+    name = next((n for n in NAMES if "per_class" in formats.get(n, {})), None)
+    if name is None:
+        return []
+    out = ["", f"per class ({LABELS[name]}, per video):"]
+    for cls, c in formats[name]["per_class"].items():
+        taken = ", ".join(f"{n} as {t}" for t, n in list(c["taken_for"].items())[:3])
+        out.append(f"  {cls}: {c['right']} / {c['videos']}" + (f" ({taken})" if taken else ""))
     return out
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from export.data import Hyperframes
-from export.heldout import compare
+from export.heldout import compare, per_class
 from tests.conftest import run_module
 
 CLASSES = 3
@@ -65,6 +65,25 @@ def test_windows_alone_when_labels_are_per_frame():
     assert set(c) == {"window"} and c["window"]["drop"] == pytest.approx(100 / 30, abs=0.01)
 
 
+def test_per_class_counts_each_class_and_what_its_misses_were_taken_for():
+    hf = _frames(12, 3)  # classes 0, 1, 2 in turn: four videos each
+    logits = _logits(hf, {1, 4, 7, 2})  # three of class 1 called 2, one of class 2 called 0
+    got = per_class(logits, hf, ("a", "b", "c"))
+    assert got == {
+        "a": {"videos": 4, "right": 4, "taken_for": {}},
+        "b": {"videos": 4, "right": 1, "taken_for": {"c": 3}},
+        "c": {"videos": 4, "right": 3, "taken_for": {"a": 1}},
+    }
+    logits[np.flatnonzero(hf.clip == 4)[0]] = np.eye(CLASSES)[1]  # one window of 3: still c
+    assert per_class(logits, hf, ("a", "b", "c"))["b"]["right"] == 1
+    logits[hf.clip == 4] = 0.5 * np.eye(CLASSES)[1] + 0.4 * np.eye(CLASSES)[2]
+    assert per_class(logits, hf, ("a", "b", "c"))["b"] == {
+        "videos": 4,
+        "right": 2,
+        "taken_for": {"c": 2},
+    }
+
+
 def _run(*args: str):
     return run_module("export.heldout", *args, timeout=300)
 
@@ -84,6 +103,11 @@ def test_the_command_measures_every_file_on_every_video(exported: Path, unseen: 
     assert 0.0 <= c["alert_agreement"] <= 1.0
     assert r.stdout.startswith(f"held out: {unseen} (12 videos, ")
     assert f"| OpenVINO INT8 | {top1['openvino-int8']:.3f} |" in r.stdout
+    classes = got["formats"]["onnx"]["per_class"]
+    assert sum(c["right"] for c in classes.values()) == round(12 * top1["onnx"])
+    for name, c in classes.items():
+        assert c["right"] + sum(c["taken_for"].values()) == c["videos"]
+        assert f"  {name}: {c['right']} / {c['videos']}" in r.stdout
 
 
 def test_classes_the_model_does_not_know_are_left_out_and_named(
