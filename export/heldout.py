@@ -9,7 +9,8 @@ own backends, and says how far the drop could be from what it measured:
 
     python -m export.heldout runs/NAME/export DATASET [--json FILE]
 
-For each file top-1 per video and per window; for INT8 against OpenVINO FP32 the drop per video
+For each file top-1 per video and per window, and per class how many videos it called right and
+what it took the others for; for INT8 against OpenVINO FP32 the drop per video
 and per window with a 95 % interval (a paired bootstrap over videos: both formats see the same
 resampled videos), the videos only one of the two gets right, and the alert agreement
 (export.ranges) over every window. Exit codes: 0 done, 2 bad usage (the dataset holds videos the
