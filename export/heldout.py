@@ -256,7 +256,7 @@ def _class_lines(formats: dict[str, dict]) -> list[str]:
     out = ["", f"per class ({LABELS[name]}, per video):"]
     for cls, c in formats[name]["per_class"].items():
         taken = ", ".join(f"{n} as {t}" for t, n in list(c["taken_for"].items())[:3])
-        out.append(f"  {cls}: {c['right']} / {c['videos']}" + (f" ({taken})" if taken else ""))
+        out.append(f"- {cls}: {c['right']} / {c['videos']}" + (f" ({taken})" if taken else ""))
     return out
 
 

@@ -107,7 +107,7 @@ def test_the_command_measures_every_file_on_every_video(exported: Path, unseen: 
     assert sum(c["right"] for c in classes.values()) == round(12 * top1["onnx"])
     for name, c in classes.items():
         assert c["right"] + sum(c["taken_for"].values()) == c["videos"]
-        assert f"  {name}: {c['right']} / {c['videos']}" in r.stdout
+        assert f"- {name}: {c['right']} / {c['videos']}" in r.stdout
 
 
 def test_classes_the_model_does_not_know_are_left_out_and_named(
