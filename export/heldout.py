@@ -166,9 +166,7 @@ def _accuracy(
 def per_class(logits: np.ndarray, hf: Hyperframes, classes: tuple[str, ...]) -> dict[str, dict]:
     """Per class of the videos: how many, how many called right, and what the others were called
     (most first), each video by its windows' logits averaged."""
-    ids = np.unique(hf.clip)
-    truth = np.array([hf.y[hf.clip == i][0] for i in ids])
-    called = np.array([logits[hf.clip == i].mean(0).argmax() for i in ids])
+    truth, called = _video_calls(logits, hf)
     out = {}
     for k in np.unique(truth):
         mine = called[truth == k]
@@ -182,12 +180,17 @@ def _hits(logits: np.ndarray, hf: Hyperframes) -> np.ndarray:
     return (logits.argmax(1) == hf.y).astype(np.float64)
 
 
-def _video_hits(logits: np.ndarray, hf: Hyperframes) -> np.ndarray:
-    """Per video: its windows' logits averaged, as the trainer and the report count it."""
+def _video_calls(logits: np.ndarray, hf: Hyperframes) -> tuple[np.ndarray, np.ndarray]:
+    """Per video: its class and the class its windows' logits averaged pick, as the trainer and
+    the report count it."""
     ids = np.unique(hf.clip)
-    return np.array(
-        [float(logits[hf.clip == i].mean(0).argmax() == hf.y[hf.clip == i][0]) for i in ids]
-    )
+    truth = np.array([hf.y[hf.clip == i][0] for i in ids])
+    return truth, np.array([logits[hf.clip == i].mean(0).argmax() for i in ids])
+
+
+def _video_hits(logits: np.ndarray, hf: Hyperframes) -> np.ndarray:
+    truth, called = _video_calls(logits, hf)
+    return (truth == called).astype(np.float64)
 
 
 def compare(hf: Hyperframes, ref: np.ndarray, int8: np.ndarray, video_level: bool) -> dict:
