@@ -226,11 +226,14 @@ def metrics_table(r: dict) -> list[str]:
     return lines
 
 
+def gain(drop: float) -> str:
+    """A drop as the change it is, signed: -1.2 for 1.2 points lost (and +0.0, not -0.0)."""
+    return f"{0.0 - drop:+.1f}"
+
+
 def _within_held_out(r: dict) -> str | None:
     """Said instead of the advice when INT8 loses more than a point on the test split but not
     on the many more videos of --held-out, where the drop is known more closely."""
-    from export.heldout import gain
-
     c = (r.get("held_out") or {}).get("int8")
     if not c or max(c[u]["drop"] for u in ("video", "window") if u in c) > LOSS_LIMIT * 100:
         return None

@@ -33,11 +33,12 @@ import numpy as np
 from edge_hf.backends import load_backend
 from edge_hf.errors import ModelError
 from export import measure, ranges
-from export.card import LABELS
+from export.card import LABELS, gain
 from export.data import Hyperframes, every_video
 from export.errors import CheckpointError, OutputError, Parser, UsageError, command
 from export.formats import BY_NAME
 from models import data as datasets
+from models.metrics import confusion
 
 PROG = "python -m export.heldout"
 NAMES = ("onnx", "openvino", "openvino-int8")
@@ -166,13 +167,13 @@ def _accuracy(
 def per_class(logits: np.ndarray, hf: Hyperframes, classes: tuple[str, ...]) -> dict[str, dict]:
     """Per class of the videos: how many, how many called right, and what the others were called
     (most first), each video by its windows' logits averaged."""
-    truth, called = _video_calls(logits, hf)
+    cm = confusion(*_video_calls(logits, hf), len(classes))
     out = {}
-    for k in np.unique(truth):
-        mine = called[truth == k]
-        wrong = np.bincount(mine[mine != k], minlength=len(classes))
+    for k in np.flatnonzero(cm.sum(1)):
+        wrong = cm[k].copy()
+        wrong[k] = 0
         taken = {classes[c]: int(wrong[c]) for c in np.argsort(-wrong, kind="stable") if wrong[c]}
-        out[classes[k]] = {"videos": len(mine), "right": int((mine == k).sum()), "taken_for": taken}
+        out[classes[k]] = {"videos": int(cm[k].sum()), "right": int(cm[k, k]), "taken_for": taken}
     return out
 
 
@@ -271,11 +272,6 @@ def check_json(path: Path) -> Path:
     if not path.parent.is_dir():
         raise OutputError(f"--json {path}: folder {path.parent} does not exist; create it first")
     return path
-
-
-def gain(drop: float) -> str:
-    """A drop as the change it is, signed: -1.2 for 1.2 points lost (and +0.0, not -0.0)."""
-    return f"{0.0 - drop:+.1f}"
 
 
 def write_json(path: Path, r: dict) -> None:
