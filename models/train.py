@@ -147,7 +147,11 @@ def prepare(cfg: TrainConfig, member: int = 0) -> Run:
 
 
 def network(cfg: TrainConfig, run: Run, pretrained: str | None) -> torch.nn.Module:
-    return build(
+    """The run's network, its conv weights laid out channels-last: oneDNN's convolutions then
+    skip a layout change at every layer (MobileNetV3-small, T=3, 160 px, batch 32 on 2 cores:
+    1.3-1.4x the samples a second; README, "Twenty-ninth round"). Only the memory layout
+    differs: checkpoints load into and export from a default-layout network as before."""
+    net = build(
         cfg.arch,
         cfg.frames,
         len(run.ds.classes),
@@ -159,6 +163,7 @@ def network(cfg: TrainConfig, run: Run, pretrained: str | None) -> torch.nn.Modu
         scales=len(run.spec.inputs),
         classes=run.ds.classes,
     )
+    return net.to(memory_format=torch.channels_last)
 
 
 def fit(cfg: TrainConfig) -> dict:

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import onnx
 import pytest
@@ -17,7 +18,7 @@ from edge_hf.spec import HyperframeSpec, Scale, spec_from_onnx_metadata
 from models.config import parse
 from models.data import DataError
 from models.model import build
-from models.train import run_epoch
+from models.train import network, run_epoch
 from tests.conftest import run_module
 
 TINY = [
@@ -112,6 +113,23 @@ def test_a_fine_tune_reports_its_starting_weights_on_the_same_splits(
     assert m["start"]["val"]["top1"] == first["best_top1"]
     assert m["start"]["test"]["top1"] == first["test_top1"]
     assert f"(starting weights {first['test_top1']:.3f})" in r.stdout
+
+
+def test_the_trainer_lays_conv_weights_out_channels_last_and_computes_the_same():
+    """Only the memory layout differs: the same weights in a default-layout network (what
+    export builds) give the same logits."""
+    cfg = parse(["--data", "x", "--recipe", "realtime-cpu", "--size", "64"])
+    run = SimpleNamespace(ds=SimpleNamespace(classes=("a", "b", "c")), spec=SimpleNamespace(
+        inputs=(cfg.hw,)))  # fmt: skip
+    net = network(cfg, run, None).eval()
+    w = net.stem().weight
+    assert w.is_contiguous(memory_format=torch.channels_last) and not w.is_contiguous()
+    plain = build(cfg.arch, cfg.frames, 3, input_mode=cfg.input_mode).eval()
+    plain.load_state_dict(net.state_dict())
+    assert plain.stem().weight.is_contiguous()
+    x = torch.randint(0, 256, (2, 3, 64, 64, 3), dtype=torch.uint8)
+    with torch.no_grad():
+        torch.testing.assert_close(net(x), plain(x), rtol=1e-4, atol=1e-4)
 
 
 def test_second_run_decodes_nothing(one_epoch: Path, tiny_actions: Path):
