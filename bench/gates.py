@@ -29,6 +29,8 @@ through ``python -m bench.inject``), to show each gate can fail:
 - ``int8-no-lpt``: the INT8 IR compiled without OpenVINO's low-precision transformations (its
   FakeQuantize ops then run in FP32);
 - ``http-poll``: the HTTP sink's server polls every 1 ms instead of every 0.5 s.
+- ``train-contiguous``: the trainer's network in the default memory layout (workstation: the
+  trainer's step, not the runtime's).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ GATES: dict[str, tuple[float, float, str, str]] = {
     "int8_b8": (1.0, 1.10, "int8-no-lpt", "INT8 / FP32 latency (p10), batch 8 (OpenVINO)"),
     "paced_cpu": (1.2, 1.5, "poll", "paced CPU / (decode paced + limit paced) CPU"),
     "http_idle": (0.01, 0.03, "http-poll", "idle --http CPU / limit call CPU at 25/s"),
+    "train_step": (0.8, 0.9, "train-contiguous", "trainer's step / default-layout step (time)"),
 }
 
 HIGHER_IS_BETTER = {"naive_hop1", "naive_hop5"}
@@ -74,6 +77,7 @@ KNOWN = {
     "http-poll",
     "area-resize",
     "frame-float",
+    "train-contiguous",
 }
 if INJECT - KNOWN:
     raise SystemExit(f"EDGE_HF_BENCH_INJECT: unknown {sorted(INJECT - KNOWN)}; one of {KNOWN}")

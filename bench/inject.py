@@ -95,6 +95,8 @@ def apply(names: frozenset[str] = INJECT) -> None:
         capture.resize_into = float_first
     if "http-poll" in names:
         _busy_http_server()
+    if "train-contiguous" in names:
+        _contiguous_trainer()
 
 
 def _serialise_decode_and_inference() -> None:
@@ -139,6 +141,21 @@ def feed_dict_call(backend, inputs: list[np.ndarray]):
     request = backend.compiled.create_infer_request()
     feed = dict(enumerate(inputs))
     return lambda n=None: request.infer(feed)
+
+
+def _contiguous_trainer() -> None:
+    """Under ``train-contiguous``: ``models.train.network`` hands back its network in the default
+    memory layout, as it did before it laid conv weights out channels-last."""
+    import torch  # the trainer's side: the device's processes never name this regression
+
+    from models import train
+
+    built = train.network
+
+    def contiguous(*a, **kw):
+        return built(*a, **kw).to(memory_format=torch.contiguous_format)
+
+    train.network = contiguous
 
 
 def int8_backend(backend) -> None:
