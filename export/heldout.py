@@ -7,13 +7,16 @@ point" cannot be told from noise there. This measures an export folder's files o
 another dataset (one generated with another seed or other backgrounds), through the runtime's
 own backends, and says how far the drop could be from what it measured:
 
-    python -m export.heldout runs/NAME/export DATASET [--json FILE]
+    python -m export.heldout runs/NAME/export DATASET [--by COLUMN ...] [--json FILE]
 
 For each file top-1 per video and per window, and per class how many videos it called right and
 what it took the others for; for INT8 against OpenVINO FP32 the drop per video
 and per window with a 95 % interval (a paired bootstrap over videos: both formats see the same
 resampled videos), the videos only one of the two gets right, and the alert agreement
-(export.ranges) over every window. Exit codes: 0 done, 2 bad usage (the dataset holds videos the
+(export.ranges) over every window. ``--by figure --by contrast``: top-1 per video for each
+group of videos sharing those facts in DATASET/videos.csv (a ``video`` column of paths under
+DATASET, one column per fact; ``models.synthdata`` writes one: far or near, low or high
+contrast). Exit codes: 0 done, 2 bad usage (the dataset holds videos the
 model was trained on), 3 not an export folder, 4 the dataset is missing or has other classes,
 5 --json cannot be written there, 130 interrupted (nothing written).
 """
@@ -35,10 +38,11 @@ from edge_hf.errors import ModelError
 from export import measure, ranges
 from export.card import LABELS, gain
 from export.data import Hyperframes, every_video
-from export.errors import CheckpointError, OutputError, Parser, UsageError, command
+from export.errors import CheckpointError, DataError, OutputError, Parser, UsageError, command
 from export.formats import BY_NAME
 from models import data as datasets
 from models.metrics import confusion
+from models.streams import read_facts
 
 PROG = "python -m export.heldout"
 NAMES = ("onnx", "openvino", "openvino-int8")
@@ -117,15 +121,18 @@ def check_unseen(dataset: Path, config: dict[str, Any]) -> None:
             )
 
 
-def measure_all(folder: Path, dataset: Path) -> dict[str, Any]:
+def measure_all(folder: Path, dataset: Path, by: tuple[str, ...] = ()) -> dict[str, Any]:
     """An export folder's files on ``dataset`` (checked unseen first)."""
     config, files = files_of(folder)
     check_unseen(dataset, config)
-    return {"export": str(folder), **measure_files(files, config, dataset)}
+    return {"export": str(folder), **measure_files(files, config, dataset, by)}
 
 
-def measure_files(files: dict[str, Path], config: dict[str, Any], dataset: Path) -> dict:
-    """Each model file (by format name) on every video of ``dataset``; INT8 against FP32."""
+def measure_files(
+    files: dict[str, Path], config: dict[str, Any], dataset: Path, by: tuple[str, ...] = ()
+) -> dict:
+    """Each model file (by format name) on every video of ``dataset``; INT8 against FP32; with
+    ``by``, top-1 per video for each group of videos alike in those facts (``groups``)."""
     try:
         specs = {n: load_backend(p).spec for n, p in files.items()}
     except ModelError as e:
@@ -133,6 +140,7 @@ def measure_files(files: dict[str, Path], config: dict[str, Any], dataset: Path)
     spec = specs.get("openvino-int8") or next(iter(specs.values()))
     u = every_video(dataset, spec, config)
     hf, video_level, left_out = u.hf, u.video_level, u.left_out
+    keys = facts_of(dataset, by, [u.videos[i].path for i in np.unique(hf.clip)]) if by else []
     logits = {n: measure.backend_logits(p, hf.x, len(spec.classes)) for n, p in files.items()}
     rows = {n: _accuracy(lg, hf, video_level, spec.classes) for n, lg in logits.items()}
     out: dict[str, Any] = {
@@ -143,6 +151,8 @@ def measure_files(files: dict[str, Path], config: dict[str, Any], dataset: Path)
         "left_out": left_out,  # videos of classes the model does not know, by class
         "formats": rows,
     }
+    if keys:
+        out["by"] = {"columns": list(by), "groups": groups(keys, logits, hf)}
     ref = "openvino" if "openvino" in logits else "onnx"
     if "openvino-int8" in logits and ref in logits:
         out["int8"] = compare(hf, logits[ref], logits["openvino-int8"], video_level)
@@ -151,6 +161,41 @@ def measure_files(files: dict[str, Path], config: dict[str, Any], dataset: Path)
             "alert_agreement"
         ]
     return out
+
+
+def facts_of(dataset: Path, by: tuple[str, ...], paths: list[Path]) -> list[tuple[str, ...]]:
+    """Each video's values of the columns ``by`` of DATASET/videos.csv (rows by path under
+    DATASET), checked before any video is measured."""
+    csv_path = dataset / "videos.csv"
+    try:
+        known = read_facts(csv_path, by)
+    except datasets.DataError as e:
+        raise DataError(f"--by: {e}") from None
+    names = [p.relative_to(dataset).as_posix() for p in paths]
+    lost = [n for n in names if n not in known]
+    if lost:
+        raise DataError(f"--by: {csv_path} has no row for {len(lost)} of the {len(names)} videos, "
+                        f"e.g. {lost[0]}; add one per video (its path under {dataset})")  # fmt: skip
+    return [tuple(known[n][c] for c in by) for n in names]
+
+
+def groups(
+    keys: list[tuple[str, ...]], logits: dict[str, np.ndarray], hf: Hyperframes
+) -> list[dict]:
+    """Per group of videos with the same ``keys`` (one per video, in video order): how many, and
+    how many each file calls right, each video by its windows' logits averaged."""
+    hits = {n: _video_hits(lg, hf) for n, lg in logits.items()}
+    members: dict[tuple[str, ...], list[int]] = {}
+    for i, key in enumerate(keys):
+        members.setdefault(key, []).append(i)
+    return [
+        {
+            "values": list(k),
+            "videos": len(ix),
+            "right": {n: int(h[ix].sum()) for n, h in hits.items()},
+        }
+        for k, ix in sorted(members.items())
+    ]
 
 
 def _accuracy(
@@ -234,6 +279,8 @@ def lines(r: dict) -> list[str]:
         top1 = f"{row['top1']:.3f}" if "top1" in row else "—"
         out.append(f"| {LABELS[name]} | {top1} | {row['window_top1']:.3f} |")
     out += _class_lines(r["formats"])
+    if "by" in r:
+        out += _group_lines(r["by"])
     if "int8" in r:
         c = r["int8"]
         parts = []
@@ -264,6 +311,24 @@ def _class_lines(formats: dict[str, dict]) -> list[str]:
     return out
 
 
+def _group_lines(by: dict) -> list[str]:
+    """Per group of videos: right of how many for each file."""
+    names = list(by["groups"][0]["right"])
+    out = [
+        "",
+        f"per video by {', '.join(by['columns'])}:",
+        "",
+        "| videos | " + " | ".join(LABELS[n] for n in names) + " |",
+    ]
+    out.append("|---" * (len(names) + 1) + "|")
+    for g in by["groups"]:
+        cells = [
+            f"{g['right'][n]} / {g['videos']} ({g['right'][n] / g['videos']:.3f})" for n in names
+        ]
+        out.append(f"| {', '.join(g['values'])} | " + " | ".join(cells) + " |")
+    return out
+
+
 def check_json(path: Path) -> Path:
     """Where --json can write, checked before the measurement, not after."""
     path = path.absolute()
@@ -291,13 +356,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("export", type=Path, help="the folder python -m export wrote")
     p.add_argument("dataset", type=Path, help="a dataset of the same classes the model never saw")
     p.add_argument("--json", type=Path, help="also write the numbers to this file")
+    p.add_argument("--by", action="append", default=[], metavar="COLUMN",
+                   help="top-1 per video for each group of videos alike in this column of "
+                   "DATASET/videos.csv (video,COLUMN,...: a fact about each video, by its path "
+                   "under DATASET; models.synthdata writes figure and contrast); repeat it for "
+                   "groups alike in all")  # fmt: skip
     return command(PROG.removeprefix("python -m "), lambda: _heldout(p, argv))
 
 
 def _heldout(p: Parser, argv: list[str] | None) -> str:
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     out = check_json(args.json) if args.json else None
-    r = measure_all(args.export, args.dataset)
+    r = measure_all(args.export, args.dataset, tuple(args.by))
     if out:
         write_json(out, r)
     return "\n".join(lines(r))

@@ -7,8 +7,9 @@
 (a) a folder-per-class dataset in UCF101 layout: ``OUT/<class>/v_<class>_gGG_cCC.avi`` plus
 ``classInd.txt``, ``trainlist01.txt``, ``testlist01.txt`` (split by group, as UCF101 does, so
 clips of one group never straddle train and test), and ``flip.json``: a horizontal flip turns
-``walk_left`` into ``walk_right``. Preset ``real`` also writes ``annotations.csv``: where in each
-clip is what (see :func:`annotations`). Preset ``real`` (the default here) has the classes
+``walk_left`` into ``walk_right``, and ``videos.csv`` (each clip's figure and contrast, as for the
+streams below: ``python -m export.heldout ... --by figure --by contrast``). Preset ``real`` also
+writes ``annotations.csv``: where in each clip is what (see :func:`annotations`). Preset ``real`` (the default here) has the classes
 ``edge_hf.synth.REAL_CLASSES``: the six actions, ``lying`` (the still pose after a fall or a
 lie-down: frames of those clips, no clips of its own) and ``other`` (the hard negatives and the
 other still poses: standing, sitting; its clips take the hard negatives in turn). Its training
@@ -167,6 +168,7 @@ def write_action_dataset(
     (out / "trainlist01.txt").write_text("".join(f"{rel} {c}\n" for rel, c in train))
     (out / "testlist01.txt").write_text("".join(f"{rel}\n" for rel, _ in test))
     (out / "flip.json").write_text(json.dumps(FLIP_MAP, indent=1) + "\n")
+    _write_facts(out / "videos.csv", jobs, out)
     return sum(s[-1][2] + 1 for s in segs)
 
 
@@ -236,18 +238,20 @@ def write_streams(
     return total
 
 
-def _write_facts(path: Path, jobs: list[Job]) -> None:
-    """Per stream, its figure's standing height in pixels, and far (under synth.FAR of the
-    frame's height) or near; its colour's distance from the background band it stands in
-    (``Scene.figure_contrast``, grey levels), and low (under LOW_CONTRAST) or high:
-    ``python -m models.evaluate ... --by figure --by contrast``."""
+def _write_facts(path: Path, jobs: list[Job], root: Path | None = None) -> None:
+    """Per video (named by its path under ``root``; None: its file name), its figure's standing
+    height in pixels, and far (under synth.FAR of the frame's height) or near; its colour's
+    distance from the background band it stands in (``Scene.figure_contrast``, grey levels), and
+    low (under LOW_CONTRAST) or high: ``python -m models.evaluate ... --by figure --by
+    contrast`` (streams), ``python -m export.heldout ... --by figure`` (clips)."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["video", "figure", "figure_px", "contrast", "contrast_gl"])
         for job in jobs:
             h = synth.SceneParams.sample(job.seed, job.preset).height
             c = _scene(job).figure_contrast
-            w.writerow([job.path.name, "far" if h < synth.FAR else "near", round(h * job.size[0]),
+            name = job.path.relative_to(root).as_posix() if root else job.path.name
+            w.writerow([name, "far" if h < synth.FAR else "near", round(h * job.size[0]),
                         "low" if c < LOW_CONTRAST else "high", round(c, 1)])  # fmt: skip
 
 

@@ -4,8 +4,10 @@ command on the tiny export and a dataset written with another seed (tests/export
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -134,6 +136,8 @@ def test_classes_the_model_does_not_know_are_left_out_and_named(
         ("no-report", 3, "not an export folder (no report.json)"),
         ("other-classes", 4, "pass a dataset of the same classes"),
         ("json-folder-missing", 5, "does not exist; create it first"),
+        ("by-unknown-column", 4, "expected the columns video and ['colour']"),
+        ("by-no-facts", 4, "videos.csv: not found; --by needs a CSV there"),
     ],
 )
 def test_bad_input_is_one_line_and_its_exit_code(
@@ -151,13 +155,39 @@ def test_bad_input_is_one_line_and_its_exit_code(
         (tmp_path / "juggle").mkdir()
         shutil.copy(next(unseen.glob("hold/*.avi")), tmp_path / "juggle" / "a.avi")
         data = str(tmp_path)
+    elif case == "by-unknown-column":
+        extra = ["--by", "colour", "--json", str(tmp_path / "h.json")]
+    elif case == "by-no-facts":
+        data = str(shutil.copytree(unseen, tmp_path / "no-facts"))
+        (tmp_path / "no-facts" / "videos.csv").unlink()
+        extra = ["--by", "figure", "--json", str(tmp_path / "h.json")]
     else:
         extra = ["--json", str(tmp_path / "nowhere" / "h.json")]
     r = _run(folder, data, *extra)
     assert r.returncode == code, r.stderr
     assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert words in r.stderr and "Traceback" not in r.stderr
-    assert not (tmp_path / "nowhere").exists()
+    assert not (tmp_path / "nowhere").exists() and not (tmp_path / "h.json").exists()
+
+
+def test_by_counts_top1_per_group_of_videos_alike_in_the_datasets_facts(
+    exported: Path, unseen: Path, tmp_path
+):
+    out = tmp_path / "h.json"
+    r = _run(str(exported), str(unseen), "--by", "figure", "--by", "contrast", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    got = json.loads(out.read_text())
+    rows = list(csv.DictReader((unseen / "videos.csv").open()))  # models.synthdata wrote it
+    want = Counter((row["figure"], row["contrast"]) for row in rows)
+    by = got["by"]
+    assert by["columns"] == ["figure", "contrast"] and len(rows) == 12
+    assert {tuple(g["values"]): g["videos"] for g in by["groups"]} == dict(want)
+    for name, row in got["formats"].items():
+        assert sum(g["right"][name] for g in by["groups"]) == round(12 * row["top1"])
+    assert "per video by figure, contrast:" in r.stdout
+    for g in by["groups"]:
+        right = g["right"]["onnx"]
+        assert f"| {', '.join(g['values'])} | {right} / {g['videos']} (" in r.stdout
 
 
 def test_videos_the_model_was_trained_on_are_found_by_their_contents(

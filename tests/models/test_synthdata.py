@@ -88,9 +88,13 @@ def test_real_dataset_layout_split_and_pools(real_actions) -> None:
     train = {ln.split()[0] for ln in (root / "trainlist01.txt").read_text().splitlines()}
     assert {used[r][0] for r in test} == {"held-out"} and {used[r][0] for r in train} == {"train"}
     assert not {used[r][1] for r in test} & {used[r][1] for r in train}  # seeds never shared
+    facts = {r["video"]: r for r in csv.DictReader((root / "videos.csv").open())}
+    assert sorted(facts) == sorted(test | train)  # by path: export.heldout --by figure
     for rel in sorted(test)[:3]:
         scene = synth.make_scene(_scene_of(rel), seed=used[rel][1], size=SIZE, preset="real")
         assert _frames(root / rel) == scene.length
+        assert int(facts[rel]["figure_px"]) == round(scene.figure_height)
+        assert facts[rel]["figure"] == ("far" if scene.figure_height < 0.32 * SIZE[0] else "near")
 
 
 def _scene_of(rel: str) -> str:
