@@ -318,7 +318,7 @@ def _group_lines(by: dict) -> list[str]:
         "",
         f"per video by {', '.join(by['columns'])}:",
         "",
-        "| videos | " + " | ".join(LABELS[n] for n in names) + " |",
+        f"| {', '.join(by['columns'])} | " + " | ".join(LABELS[n] for n in names) + " |",
     ]
     out.append("|---" * (len(names) + 1) + "|")
     for g in by["groups"]:
