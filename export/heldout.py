@@ -140,6 +140,9 @@ def measure_files(
     spec = specs.get("openvino-int8") or next(iter(specs.values()))
     u = every_video(dataset, spec, config)
     hf, video_level, left_out = u.hf, u.video_level, u.left_out
+    if by and not video_level:
+        raise UsageError(f"--by counts top-1 per video, but the labels of {dataset} are per frame "
+                         "(segments.csv); drop --by, or pass clips labelled one per video")  # fmt: skip
     keys = facts_of(dataset, by, [u.videos[i].path for i in np.unique(hf.clip)]) if by else []
     logits = {n: measure.backend_logits(p, hf.x, len(spec.classes)) for n, p in files.items()}
     rows = {n: _accuracy(lg, hf, video_level, spec.classes) for n, lg in logits.items()}
@@ -165,7 +168,7 @@ def measure_files(
 
 def facts_of(dataset: Path, by: tuple[str, ...], paths: list[Path]) -> list[tuple[str, ...]]:
     """Each video's values of the columns ``by`` of DATASET/videos.csv (rows by path under
-    DATASET), checked before any video is measured."""
+    DATASET), checked before any model file runs."""
     csv_path = dataset / "videos.csv"
     try:
         known = read_facts(csv_path, by)

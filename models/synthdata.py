@@ -9,8 +9,8 @@
 clips of one group never straddle train and test), and ``flip.json``: a horizontal flip turns
 ``walk_left`` into ``walk_right``, and ``videos.csv`` (each clip's figure and contrast, as for the
 streams below: ``python -m export.heldout ... --by figure --by contrast``). Preset ``real`` also
-writes ``annotations.csv``: where in each clip is what (see :func:`annotations`). Preset ``real`` (the default here) has the classes
-``edge_hf.synth.REAL_CLASSES``: the six actions, ``lying`` (the still pose after a fall or a
+writes ``annotations.csv``: where in each clip is what (see :func:`annotations`). Preset ``real``
+(the default here) has the classes ``edge_hf.synth.REAL_CLASSES``: the six actions, ``lying`` (the still pose after a fall or a
 lie-down: frames of those clips, no clips of its own) and ``other`` (the hard negatives and the
 other still poses: standing, sitting; its clips take the hard negatives in turn). Its training
 clips use the training photographs (``models.backgrounds``) and its test clips the held-out

@@ -9,11 +9,14 @@ import json
 import shutil
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from export.data import Hyperframes
+from export import heldout
+from export.data import Hyperframes, Unseen
+from export.errors import UsageError
 from export.heldout import compare, per_class
 from tests.conftest import run_module
 
@@ -238,3 +241,15 @@ def test_more_data_folders_count_as_training_data(unseen: Path, tiny_actions: Pa
     with pytest.raises(UsageError, match=f"24 videos of {copy} are videos of {tiny_actions}"):
         check_unseen(copy, config)
     check_unseen(unseen, config)  # nothing shared: no error
+
+
+def test_by_needs_one_label_per_video(monkeypatch, tmp_path):
+    """Streams labelled per frame have no top-1 per video to group: refused before any model
+    file runs (the backend and the videos are faked: only the check is under test)."""
+    spec = SimpleNamespace(classes=tuple("abc"))
+    monkeypatch.setattr(heldout, "load_backend", lambda path: SimpleNamespace(spec=spec))
+    unseen = Unseen(_frames(4, 2), False, {}, (), spec.classes)
+    monkeypatch.setattr(heldout, "every_video", lambda *a: unseen)
+    monkeypatch.setattr(heldout.measure, "backend_logits", lambda *a: pytest.fail("ran a model"))
+    with pytest.raises(UsageError, match="--by counts top-1 per video, but the labels of .* are "):
+        heldout.measure_files({"onnx": tmp_path / "m.onnx"}, {}, tmp_path, ("figure",))
