@@ -21,7 +21,6 @@ pytest.importorskip("timm", reason="the trainer needs timm (workstation extra)")
 
 from models import train  # noqa: E402  (after the skip: it imports torch)
 from models.config import parse  # noqa: E402
-from models.model import build  # noqa: E402
 
 ROUNDS = 5
 BATCHES = 3  # steps a round, each side
@@ -32,10 +31,9 @@ def test_trainer_step_against_the_default_layout(benchmark, extra):
     torch.manual_seed(0)
     cfg = parse(["--data", "unused", "--recipe", "realtime-cpu"])
     run = SimpleNamespace(ds=SimpleNamespace(classes=CLASSES), spec=SimpleNamespace(inputs=(0,)))
-    nets = {
-        "trainer": train.network(cfg, run, None),
-        "default": build(cfg.arch, cfg.frames, len(CLASSES), input_mode=cfg.input_mode),
-    }
+    trainer = train.network(cfg, run, None)
+    default = train.network(cfg, run, None).to(memory_format=torch.contiguous_format)
+    nets = {"trainer": trainer, "default": default}
     shape = (cfg.batch, cfg.frames, *cfg.hw, 3)
     batches = [
         (

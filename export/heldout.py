@@ -42,7 +42,7 @@ from export.errors import CheckpointError, DataError, OutputError, Parser, Usage
 from export.formats import BY_NAME
 from models import data as datasets
 from models.metrics import confusion
-from models.streams import read_facts
+from models.streams import stream_facts
 
 PROG = "python -m export.heldout"
 NAMES = ("onnx", "openvino", "openvino-int8")
@@ -169,16 +169,11 @@ def measure_files(
 def facts_of(dataset: Path, by: tuple[str, ...], paths: list[Path]) -> list[tuple[str, ...]]:
     """Each video's values of the columns ``by`` of DATASET/videos.csv (rows by path under
     DATASET), checked before any model file runs."""
-    csv_path = dataset / "videos.csv"
+    names = [p.relative_to(dataset).as_posix() for p in paths]
     try:
-        known = read_facts(csv_path, by)
+        known = stream_facts(dataset, by, set(names), of=f"{dataset} (by path under it)")
     except datasets.DataError as e:
         raise DataError(f"--by: {e}") from None
-    names = [p.relative_to(dataset).as_posix() for p in paths]
-    lost = [n for n in names if n not in known]
-    if lost:
-        raise DataError(f"--by: {csv_path} has no row for {len(lost)} of the {len(names)} videos, "
-                        f"e.g. {lost[0]}; add one per video (its path under {dataset})")  # fmt: skip
     return [tuple(known[n][c] for c in by) for n in names]
 
 

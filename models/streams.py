@@ -114,14 +114,16 @@ def read_facts(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, str]
     return out
 
 
-def stream_facts(root: Path, by: tuple[str, ...], videos: set[str]) -> dict[str, dict[str, str]]:
-    """``root/videos.csv``'s facts ``by`` about each of ``videos`` (those of root/segments.csv;
-    checked before any video is scored)."""
+def stream_facts(
+    root: Path, by: tuple[str, ...], videos: set[str], of: str = "segments.csv"
+) -> dict[str, dict[str, str]]:
+    """``root/videos.csv``'s facts ``by`` about each of ``videos`` (those of root/segments.csv,
+    or what ``of`` names; checked before any video is scored)."""
     if not by:
         return {}
     known = read_facts(root / "videos.csv", by)
     lost = sorted(videos - set(known))
     if lost:
-        raise DataError(f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of segments.csv, "
+        raise DataError(f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of {of}, "
                         f"e.g. {lost[0]}; add one per video")  # fmt: skip
     return known
