@@ -46,6 +46,8 @@ class TrainConfig:
     samples_per_clip: int = 1  # random hyperframes per clip per epoch
     eval_clips: int = 3  # deterministic windows per validation video, logits averaged
     aug: str = "sync"
+    crop_area: tuple[float, float] = (0.6, 1.0)  # crop box area, fraction of the frame (> 1: out)
+    contrast_gain: tuple[float, float] = (0.8, 1.2)
     inflation: str = "tile-scaled"
     pretrained: str = ""  # 3-channel weights: a local file, or a URL when online
     stem_bn: bool = False
@@ -86,6 +88,17 @@ class TrainConfig:
                 self.epochs >= 1 and self.batch >= 1 and self.samples_per_clip >= 1,
                 "epochs/batch/samples_per_clip",
                 ">= 1",
+            ),
+            (
+                len(self.crop_area) == 2 and 0.1 <= self.crop_area[0] <= self.crop_area[1] <= 4,
+                "crop_area",
+                "LO HI with 0.1 <= LO <= HI <= 4 (fractions of the frame's area; above 1 zooms out)",
+            ),
+            (
+                len(self.contrast_gain) == 2
+                and 0.1 <= self.contrast_gain[0] <= self.contrast_gain[1] <= 4,
+                "contrast_gain",
+                "LO HI with 0.1 <= LO <= HI <= 4",
             ),
             (self.ema == 0 or 0.5 <= self.ema < 1, "ema", "0 (off) or a decay in [0.5, 1)"),
             (self.soup >= 1, "soup", "a whole number of members >= 1 (1: one run)"),
@@ -165,6 +178,10 @@ HELP = {
     "samples_per_clip": "random hyperframes per training clip per epoch",
     "eval_clips": "evenly spaced windows per evaluation video; their logits are averaged",
     "aug": "augmentation: sync (one draw per hyperframe), per-frame (the broken ablation), none",
+    "crop_area": "the augmentation's crop box, as fractions of the frame's area drawn between LO "
+    "and HI; above 1 the box is larger than the frame (zoom out: figures smaller than filmed)",
+    "contrast_gain": "the augmentation's contrast gain, drawn between LO and HI (below 1: a "
+    "fainter scene, its figure closer to its background)",
     "inflation": "how 3-channel conv1 weights become 3T channels: tile-scaled, tile, mean, random",
     "pretrained": "weights to start from: 3-channel (timm), an edge-hf best.pt, a local file or a "
     "URL when online; a recipe's path is relative to the recipe; '' starts from scratch",
@@ -246,6 +263,11 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
             ap.add_argument(flag, nargs="+", default=None, help=f"{text} (default: fall)")
         elif f.name == "scales":
             ap.add_argument(flag, nargs="+", default=None, metavar="TxS[+O]", help=text)
+        elif f.name in ("crop_area", "contrast_gain"):
+            ap.add_argument(
+                flag, nargs=2, type=float, default=None, metavar=("LO", "HI"),
+                help=f"{text} (default: {' '.join(map(str, f.default))})",
+            )  # fmt: skip
         elif f.name == "more_data":
             ap.add_argument(flag, nargs="+", default=None, metavar="DIR[:N]", help=text)
         else:
@@ -257,7 +279,7 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
     if args.get("pretrained") == "" and "soup" not in args:
         values.pop("soup", None)  # from scratch: one run, whatever the recipe's soup
     values.update(args)
-    for key in ("abnormal", "scales", "more_data"):
+    for key in ("abnormal", "scales", "more_data", "crop_area", "contrast_gain"):
         if key in values:
             values[key] = tuple(values[key])
     if not values.get("data"):

@@ -73,8 +73,9 @@ def loaders(
             f"a larger --val-fraction (now {cfg.val_fraction})"
         )
     flip = flips.plan(cfg.flip, ds)
+    aug = AugConfig(mode=cfg.aug, scale=cfg.crop_area, gain=cfg.contrast_gain)
     train = TrainSet(
-        windows(ds.train), cfg.samples_per_clip, AugConfig(mode=cfg.aug),
+        windows(ds.train), cfg.samples_per_clip, aug,
         flip.indices(ds.classes), cfg.seed + member, abnormal if cfg.backwards else frozenset(),
     )  # fmt: skip
     if train.backwards:

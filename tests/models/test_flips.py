@@ -93,7 +93,7 @@ def test_unknown_flip_mode_is_an_error():
 
 def test_a_never_flipped_class_is_not_flipped_and_others_are():
     frames = np.arange(2 * 4 * 6 * 3, dtype=np.uint8).reshape(2, 4, 6, 3)
-    cfg = AugConfig("sync", flip=1.0, scale=(1, 1), ratio=(1.5, 1.5), brightness=0, contrast=0)
+    cfg = AugConfig("sync", flip=1.0, scale=(1, 1), ratio=(1.5, 1.5), brightness=0, gain=(1, 1))
     kept, label = augment(frames, 0, np.random.default_rng(0), cfg, {0: -1, 1: 2, 2: 1})
     assert label == 0 and np.array_equal(kept, frames)
     flipped, label = augment(frames, 1, np.random.default_rng(0), cfg, {0: -1, 1: 2, 2: 1})
