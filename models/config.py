@@ -90,16 +90,11 @@ class TrainConfig:
                 ">= 1",
             ),
             (
-                len(self.crop_area) == 2 and 0.1 <= self.crop_area[0] <= self.crop_area[1] <= 4,
+                _range(self.crop_area),
                 "crop_area",
                 "LO HI with 0.1 <= LO <= HI <= 4 (fractions of the frame's area; above 1 zooms out)",
             ),
-            (
-                len(self.contrast_gain) == 2
-                and 0.1 <= self.contrast_gain[0] <= self.contrast_gain[1] <= 4,
-                "contrast_gain",
-                "LO HI with 0.1 <= LO <= HI <= 4",
-            ),
+            (_range(self.contrast_gain), "contrast_gain", "LO HI with 0.1 <= LO <= HI <= 4"),
             (self.ema == 0 or 0.5 <= self.ema < 1, "ema", "0 (off) or a decay in [0.5, 1)"),
             (self.soup >= 1, "soup", "a whole number of members >= 1 (1: one run)"),
             (
@@ -136,6 +131,12 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _range(lo_hi: tuple) -> bool:
+    """Two numbers LO <= HI within 0.1..4 (an augmentation's range)."""
+    nums = [v for v in lo_hi if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return len(lo_hi) == 2 and len(nums) == 2 and 0.1 <= nums[0] <= nums[1] <= 4
 
 
 FIELDS = {f.name: f for f in fields(TrainConfig)}

@@ -94,8 +94,8 @@ def test_no_draw_erases_a_figure_that_differs_from_its_floor(alpha, beta, figure
 
 def test_a_zoom_out_shows_the_figure_smaller_and_only_once():
     """A box larger than the frame (crop area above 1) shrinks the scene into the output: the
-    figure keeps its place relative to the frame, a quarter of its area at twice the box's
-    sides, and the border is the frame's edge carried out, not a mirrored second figure."""
+    figure keeps its place relative to the frame, a quarter of its area when the box's sides
+    are twice the frame's, and the border is the frame's edge carried out, not a mirrored second figure."""
     frames = np.full((1, 40, 40, 3), 30, np.uint8)
     frames[0, 10:30, 16:24] = 220  # a figure 20 x 8
     out = np.empty_like(frames)
@@ -107,7 +107,7 @@ def test_a_zoom_out_shows_the_figure_smaller_and_only_once():
     assert (out[0, :8] == 30).all() and (out[0, :, :8] == 30).all()  # the floor carried out
 
 
-def test_zoom_out_draws_put_the_frame_inside_the_box():
+def test_zoom_out_boxes_cover_the_frame_on_each_side_they_overhang():
     cfg = AugConfig("sync", scale=(1.5, 2.5), gain=(0.5, 0.5))
     rng = np.random.default_rng(0)
     for _ in range(200):

@@ -57,6 +57,9 @@ def test_augmentation_ranges_come_from_flags_and_recipes(tmp_path: Path):
     recipe.write_text("crop_area = [0.8, 1.5]\n")
     assert parse(["--recipe", str(recipe), "--data", "x"]).crop_area == (0.8, 1.5)
     assert parse(["--data", "x"]).contrast_gain == (0.8, 1.2)
+    recipe.write_text('contrast_gain = [0.5, "high"]\n')
+    with pytest.raises(DataError, match=r"contrast_gain: expected LO HI .*found \(0.5, 'high'\)"):
+        parse(["--recipe", str(recipe), "--data", "x"])
 
 
 def test_a_recipe_starts_from_weights_beside_it_unless_told_otherwise(tmp_path: Path):
