@@ -140,6 +140,7 @@ def _range(lo_hi: tuple) -> bool:
 
 
 FIELDS = {f.name: f for f in fields(TrainConfig)}
+TUPLES = tuple(n for n, f in FIELDS.items() if isinstance(f.default, tuple))
 
 HELP = {
     "data": "dataset folder: folder per class, UCF101 layout, or segments.csv",
@@ -264,7 +265,7 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
             ap.add_argument(flag, nargs="+", default=None, help=f"{text} (default: fall)")
         elif f.name == "scales":
             ap.add_argument(flag, nargs="+", default=None, metavar="TxS[+O]", help=text)
-        elif f.name in ("crop_area", "contrast_gain"):
+        elif f.type == "tuple[float, float]":  # a range: the augmentation's
             ap.add_argument(
                 flag, nargs=2, type=float, default=None, metavar=("LO", "HI"),
                 help=f"{text} (default: {' '.join(map(str, f.default))})",
@@ -280,7 +281,7 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
     if args.get("pretrained") == "" and "soup" not in args:
         values.pop("soup", None)  # from scratch: one run, whatever the recipe's soup
     values.update(args)
-    for key in ("abnormal", "scales", "more_data", "crop_area", "contrast_gain"):
+    for key in TUPLES:  # a recipe's lists, argparse's lists
         if key in values:
             values[key] = tuple(values[key])
     if not values.get("data"):
