@@ -156,7 +156,8 @@ def outcomes(streams: list[Stream], column: int, cls: str, thr: float, kn, opts:
     ``thr``; it did, but never on k of n hyperframes; it did on k of n, but only while an alert (a
     false alarm, an earlier event) was on or cooling down; an alert started after the deadline; or
     (a class that waits for a pose: ``Options.then``) its k of n was free to start one, and the
-    pose did not follow in time."""
+    pose did not follow in time. Each event also says what the model called it from the impact
+    to the deadline (``after``: ``called``)."""
     k, n = kn
     then = opts.then_of(cls)
     events: list[dict] = []
@@ -186,9 +187,26 @@ def outcomes(streams: list[Stream], column: int, cls: str, thr: float, kn, opts:
                 # this event started one that an earlier event, still in its match time, took
             else:
                 why = MISSES[4]
-            events.append({"stream": s.name, "first": first, "impact": impact,
-                           "delay": delay, "missed_because": why})  # fmt: skip
+            events.append({"stream": s.name, "first": first, "impact": impact, "delay": delay,
+                           "missed_because": why, "after": called(s, impact, deadline)})  # fmt: skip
     return {"events": events, "false_alarms": false}
+
+
+def called(s: Stream, start: int, frames: int) -> str | None:
+    """What the model called the scene from frame ``start`` to ``frames`` after it: the class
+    with the highest mean score over those hyperframes (after a fall: the pose it saw, or did
+    not). None when no hyperframe falls there or the stream has no class names."""
+    sel = (s.anchors >= start) & (s.anchors <= start + frames)
+    if not sel.any() or not s.classes:
+        return None
+    return s.classes[int(s.probs[sel].mean(0).argmax())]
+
+
+def called_instead(outcome: dict) -> dict[str, int]:
+    """For the events missed because the pose did not follow in time (``MISSES[4]``): how many
+    the model called each class after the impact, most first."""
+    tally = Counter(e.get("after") for e in outcome["events"] if e["missed_because"] == MISSES[4])
+    return {str(c): n for c, n in tally.most_common() if c is not None}
 
 
 def misses(outcome: dict) -> dict:

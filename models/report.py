@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from models.events import called_instead  # noqa: E402
+
 
 def plot_curves(history: list[dict], path: Path) -> None:
     epochs = [r["epoch"] for r in history]
@@ -129,6 +131,12 @@ def summary(report: dict) -> str:
             if why:
                 shown = ", ".join(f"{reason} {n}" for reason, n in why.items())
                 lines.append(f"({cls}, {title}: not caught in time: {shown})")
+            instead = called_instead(r[title].get("outcomes", {"events": []}))
+            if instead:
+                shown = ", ".join(f"{c} {n}" for c, n in instead.items())
+                lines.append(
+                    f"({cls}, {title}: the pose not in time, called after the impact: {shown})"
+                )
             by = r[title]["false_by_label"]
             if by:
                 shown = ", ".join(f"{label} {n}" for label, n in by.items())

@@ -14,6 +14,7 @@ from models.events import (
     MISSES,
     Options,
     Stream,
+    called_instead,
     label_at,
     misses,
     outcomes,
@@ -65,7 +66,8 @@ def test_a_fall_that_waits_for_lying_counts_only_the_falls_followed_by_it():
     """Three fall-like moments at 25 fps: the first two followed by lying (one within the
     second, one 2 s later), the third by nothing (a stumble). Waiting for lying within 1 s,
     the first is caught 0.12 s after its impact, the second is missed because nothing followed
-    it in time, and the stumble raises no false alarm (it does without the wait)."""
+    it in time, and the stumble raises no false alarm (it does without the wait). Each fall
+    says what the model called the second after its impact."""
     fall, lying = np.zeros(1500, np.float32), np.zeros(1500, np.float32)
     fall[100:111] = 1.0
     lying[112:200] = 1.0  # from 2 hyperframes after the impact: 2 of 3 at frame 113
@@ -85,7 +87,12 @@ def test_a_fall_that_waits_for_lying_counts_only_the_falls_followed_by_it():
     probs[:, 2] = lying
     got = point([s], 1, "fall", 0.5, (2, 3), wait)
     assert got["false_by_label"] == {"stumble": 1}
-    assert misses(outcomes([s], 1, "fall", 0.5, (2, 3), wait))[MISSES[4]] == 1
+    told = outcomes([s], 1, "fall", 0.5, (2, 3), wait)
+    assert misses(told)[MISSES[4]] == 1
+    # in the second after each impact: lying after the first fall, still walking after the
+    # second (its lying comes 2 s late), which is what the miss for want of the pose is called
+    assert [e["after"] for e in told["events"]] == ["lying", "walk"]
+    assert called_instead(told) == {"walk": 1}
     alone = point([s], 1, "fall", 0.5, (2, 3), Options(cooldown=0.0))
     assert (alone["caught"], alone["in_time"], alone["false_alarms"]) == (2, 2, 1)
     assert alone["false_by_label"] == {"stumble": 1}
