@@ -131,12 +131,7 @@ def summary(report: dict) -> str:
             if why:
                 shown = ", ".join(f"{reason} {n}" for reason, n in why.items())
                 lines.append(f"({cls}, {title}: not caught in time: {shown})")
-            instead = called_instead(r[title].get("outcomes", {"events": []}))
-            if instead:
-                shown = ", ".join(f"{c} {n}" for c, n in instead.items())
-                lines.append(
-                    f"({cls}, {title}: the pose not in time, called after the impact: {shown})"
-                )
+            lines += pose_called(cls, title, r[title])
             by = r[title]["false_by_label"]
             if by:
                 shown = ", ".join(f"{label} {n}" for label, n in by.items())
@@ -146,6 +141,17 @@ def summary(report: dict) -> str:
                                   f"{g['false_per_hour']:.2f} false/h" for v, g in groups.items())  # fmt: skip
                 lines.append(f"({cls}, {title}, by {column}: {shown})")
     return "\n".join(lines)
+
+
+def pose_called(cls: str, title: str, point: dict) -> list[str]:
+    """A line when events at this point were missed for want of the pose: what the model called
+    the second after their impacts (a lying figure called lying below the wait's threshold, or
+    taken for someone standing)."""
+    instead = called_instead(point.get("outcomes", {"events": []}))
+    if not instead:
+        return []
+    shown = ", ".join(f"{c} {n}" for c, n in instead.items())
+    return [f"({cls}, {title}: the pose not in time, called after the impact: {shown})"]
 
 
 def none_in_time(cls: str, r: dict, target: float) -> list[str]:

@@ -1,8 +1,10 @@
-"""models/report.py: what the evaluator says of a recommended point that catches nothing."""
+"""models/report.py: what the evaluator says of a recommended point that catches nothing, and of
+falls missed for want of the pose."""
 
 from __future__ import annotations
 
-from models.report import none_in_time
+from models.events import MISSES
+from models.report import none_in_time, pose_called
 
 
 def point(threshold: float, in_time: int, false_per_hour: float, k: int = 2) -> dict:
@@ -23,3 +25,18 @@ def test_a_quiet_point_that_catches_nothing_is_called_so_with_what_catching_cost
         "(fall: no point of the sweep catches any of the 10 in time)"
     ]
     assert none_in_time("fall", {"recommended": sweep[2], "sweep": sweep}, 5.0) == []
+
+
+def test_falls_missed_for_want_of_the_pose_are_counted_by_what_the_model_called_them():
+    def event(why: str | None, after: str) -> dict:
+        return {"stream": "s", "first": 0, "impact": 10, "delay": None, "missed_because": why,
+                "after": after}  # fmt: skip
+
+    events = [event(MISSES[4], "hold"), event(MISSES[4], "other"), event(MISSES[4], "hold"),
+              event(None, "lying"), event(MISSES[0], "walk")]  # fmt: skip
+    assert pose_called("fall", "operating", {"outcomes": {"events": events}}) == [
+        "(fall, operating: the pose not in time, called after the impact: hold 2, other 1)"
+    ]
+    assert pose_called("fall", "operating", {"outcomes": {"events": events[3:]}}) == []
+    before = {"outcomes": {"events": [{"missed_because": MISSES[4]}]}}  # no `after` yet
+    assert pose_called("fall", "recommended", before) == []
