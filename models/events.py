@@ -205,8 +205,8 @@ def called(s: Stream, start: int, frames: int) -> str | None:
 def called_instead(outcome: dict) -> dict[str, int]:
     """For the events missed because the pose did not follow in time (``MISSES[4]``): how many
     the model called each class after the impact, most first."""
-    tally = Counter(e.get("after") for e in outcome["events"] if e["missed_because"] == MISSES[4])
-    return {str(c): n for c, n in tally.most_common() if c is not None}
+    tally = Counter(e["after"] for e in outcome["events"] if e["missed_because"] == MISSES[4])
+    return {c: n for c, n in tally.most_common() if c is not None}
 
 
 def misses(outcome: dict) -> dict:

@@ -147,7 +147,7 @@ def pose_called(cls: str, title: str, point: dict) -> list[str]:
     """A line when events at this point were missed for want of the pose: what the model called
     the second after their impacts (a lying figure called lying below the wait's threshold, or
     taken for someone standing)."""
-    instead = called_instead(point.get("outcomes", {"events": []}))
+    instead = called_instead(point["outcomes"])
     if not instead:
         return []
     shown = ", ".join(f"{c} {n}" for c, n in instead.items())

@@ -28,7 +28,7 @@ def test_a_quiet_point_that_catches_nothing_is_called_so_with_what_catching_cost
 
 
 def test_falls_missed_for_want_of_the_pose_are_counted_by_what_the_model_called_them():
-    def event(why: str | None, after: str) -> dict:
+    def event(why: str | None, after: str | None) -> dict:
         return {"stream": "s", "first": 0, "impact": 10, "delay": None, "missed_because": why,
                 "after": after}  # fmt: skip
 
@@ -38,5 +38,5 @@ def test_falls_missed_for_want_of_the_pose_are_counted_by_what_the_model_called_
         "(fall, operating: the pose not in time, called after the impact: hold 2, other 1)"
     ]
     assert pose_called("fall", "operating", {"outcomes": {"events": events[3:]}}) == []
-    before = {"outcomes": {"events": [{"missed_because": MISSES[4]}]}}  # no `after` yet
-    assert pose_called("fall", "recommended", before) == []
+    unnamed = {"outcomes": {"events": [event(MISSES[4], None)]}}  # a stream without class names
+    assert pose_called("fall", "recommended", unnamed) == []
