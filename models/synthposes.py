@@ -1,7 +1,7 @@
 """Write a still-posture set for pretraining: many scenes, each seen for three frames.
 
     python -m models.synthposes OUT [--per-class 3000] [--seed 0] [--jobs 2]
-                                [--as lying=lying:500,stand=other:100,...]
+                                [--as lying=lying:500,stand=other:100,...] [--far P]
 
 Each clip is three consecutive frames of one ``real`` scene (``edge_hf.synth``, training
 photographs only, every distractor) at a moment when the figure holds one of the postures
@@ -20,6 +20,10 @@ dataset names it, for ``models.train --more-data`` beside it: many scenes of a s
 the action clips show in few (README "Realistic data": lying after a fall in scenes the training
 never saw). ``classes.txt`` then lists those labels.
 
+``--far P`` draws each clip's figure far (under ``synth.FAR`` of the frame's height, as a far
+figure of the ``real`` preset) with probability P instead of the preset's 0.3, the rest of its
+scene as drawn (README: Thirty-second round). Without it, a seed writes the same clips as before.
+
 Exit codes: 0 done, 2 bad arguments, 3 scikit-image's photographs are missing.
 """
 
@@ -32,6 +36,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -63,6 +68,18 @@ class Job(NamedTuple):
     posture: str
     k: int
     seed: int
+    far: float | None = None  # chance of a far figure; None: the real preset's own draw
+
+
+def _params(seed: int, far: float | None) -> synth.SceneParams:
+    """The scene's parameters of the real preset; with ``far``, its figure's height drawn again
+    from the far range (0.2-FAR) with that chance, else from the near one (FAR-0.62)."""
+    params = synth.SceneParams.sample(seed, "real")
+    if far is None:
+        return params
+    rng = np.random.default_rng([seed, 23])
+    lo, hi = (0.2, synth.FAR) if rng.random() < far else (synth.FAR, 0.62)
+    return replace(params, height=float(rng.uniform(lo, hi)))
 
 
 def _write(job: Job) -> tuple[str, int, int, str] | None:
@@ -72,7 +89,7 @@ def _write(job: Job) -> tuple[str, int, int, str] | None:
     rng = np.random.default_rng(seed)
     scenes, labels, (a, b) = POSTURES[job.posture]
     name = scenes[int(rng.integers(len(scenes)))]
-    params = synth.SceneParams.sample(seed, "real")
+    params = _params(seed, job.far)
     scene = synth.make_scene(
         name, size=SIZE, fps=FPS, params=params, preset="real", photos=backgrounds.load("train")
     )
@@ -99,13 +116,15 @@ def write_postures(
     seed: int = 0,
     workers: int = 1,
     as_labels: dict[str, tuple[str, int]] | None = None,
+    far: float | None = None,
 ) -> int:
     """Write the set; returns the number of clips. ``as_labels`` (posture: (label, clips)):
-    only those postures, that many clips each, labelled so."""
+    only those postures, that many clips each, labelled so; ``far``: the chance of a far figure
+    (None: the real preset's)."""
     plan = as_labels or {p: (p, per_class) for p in POSTURES}
     for p in plan:
         (out / p).mkdir(parents=True, exist_ok=True)
-    jobs = [Job(out, p, k, seed) for p, (_, n) in plan.items() for k in range(n)]
+    jobs = [Job(out, p, k, seed, far) for p, (_, n) in plan.items() for k in range(n)]
     if workers <= 1:
         rows = [_write(j) for j in jobs]
     else:
@@ -159,12 +178,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="only these postures, that many clips each (not --per-class), "
                     "labelled for an action dataset (--more-data), e.g. lying=lying:500,"
                     "stand=other:100")  # fmt: skip
+    ap.add_argument("--far", type=float, metavar="P",
+                    help=f"chance that a clip's figure is far (under {synth.FAR} of the frame's "
+                    "height; default: the real preset's 0.3)")  # fmt: skip
     args = ap.parse_args(argv)
     if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
         ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")
+    if args.far is not None and not 0.0 <= args.far <= 1.0:
+        ap.error(f"--far must be a chance in 0..1, found {args.far}")
     t0 = time.perf_counter()
     try:
-        n = write_postures(args.out, args.per_class, args.seed, args.jobs, args.as_labels)
+        n = write_postures(args.out, args.per_class, args.seed, args.jobs, args.as_labels, args.far)
     except BackgroundError as e:
         print(f"models.synthposes: error: {e}", file=sys.stderr)
         return 3
