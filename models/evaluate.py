@@ -26,7 +26,9 @@ could choose (the pose's threshold x seconds: every sweep row names its ``wait``
 ``--choose-on`` some of the folders, it is chosen and counted on those, and counted again on the
 others (``held_out``): what it does on cameras it was not chosen on.
 ``OUT/eval.json`` has everything, including at both points each event's delay or why it was
-missed and where each false alarm started (``outcomes``: to look them up in the videos);
+missed and where each false alarm started (``outcomes``: to look them up in the videos), and for
+a class that waits for a pose, how often the frames labelled with that pose are called it, over
+all streams and per stream (``pose_seen``: the cameras where the model does not see it);
 ``OUT/sweep.png`` draws false alarms per hour against recall. ``--by COLUMN`` breaks both points
 down by a fact about each video from ``STREAMS/videos.csv`` (``video,COLUMN``: a camera, a
 distance; the synthetic streams have ``figure``, far or near, and ``contrast``, low or high).
@@ -53,6 +55,7 @@ from edge_hf._values import then_rules
 from edge_hf.alerts import DEFAULT_COOLDOWN, AlertPolicy
 from edge_hf.errors import EdgeHFError
 from export.wait import other_waits
+from models import phases
 from models.data import DataError, read_segments
 from models.events import (
     GRID,
@@ -149,11 +152,13 @@ def _class_report(streams, column: int, cls: str, thr: float, opts: Options, fac
     if held is not None:
         at = with_wait(opts, cls, rec["wait"])
         rec["held_out"] = point(held[1], column, cls, rec["threshold"], (rec["k"], rec["n"]), at)
+    wait = opts.then_of(cls)
     return {
         "operating": chosen["operating"][1],
         "recommended": rec,
         "sweep": rows + waits,
         "events": peaks(streams, column, cls, opts.max_delay),
+        "pose_seen": phases.seen(streams, wait.pose) if wait else None,
     }
 
 

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from models import phases  # noqa: E402
 from models.events import called_instead  # noqa: E402
 
 
@@ -126,6 +127,8 @@ def summary(report: dict) -> str:
                 f"after its impact: median {np.median(top):.2f}; "
                 f"{sum(p < 0.5 for p in top)} of {len(top)} events never reach 0.5)"
             )
+        if r["pose_seen"]:
+            lines.append(phases.line(cls, r["pose_seen"]))
         for title in ("operating", "recommended"):
             why = {k: v for k, v in r[title].get("missed_because", {}).items() if v}
             if why:

@@ -107,6 +107,8 @@ def test_counts_delays_and_false_alarms_on_a_known_stream(known, tmp_path: Path)
     assert told == [(100, 6 / FPS, None), (400, -9 / FPS, None), (600, None, MISSES[0]),
                     (900, 41 / FPS, MISSES[3])]  # fmt: skip
     assert p["outcomes"]["false_alarms"] == [{"stream": "s.avi", "frame": 801, "label": "walk"}]
+    assert report["classes"]["fall"]["pose_seen"] is None  # it waits for no pose
+    assert "its pose" not in r.stdout
 
 
 def test_a_later_match_window_turns_a_late_alert_into_a_false_alarm(known, tmp_path: Path):
@@ -135,6 +137,17 @@ def test_a_rule_to_wait_for_a_pose_reaches_the_replay(known, tmp_path: Path):
     assert (p["caught"], p["in_time"], p["false_alarms"]) == (3, 2, 1)
     assert p["delay_median"] == pytest.approx((132 - 110) / FPS)  # of -0.12, 0.88 and 1.88 s
     assert "(fall: each alert waits for walk >= 0.5 within 1 s after it)" in r.stdout
+    # the walk's 961 frames: 33 white ones (115-130, 800-810, 945-950) called fall
+    seen = report["classes"]["fall"]["pose_seen"]
+    assert (seen["hyperframes"], seen["right"], seen["called"]) == (
+        961,
+        928,
+        {"walk": 928, "fall": 33},
+    )
+    assert (
+        "(fall: its pose walk called walk on 97 % of 961 labelled hyperframes (fall 3 %); "
+        "least on s.avi 97 % of 961)" in r.stdout
+    )
 
 
 @pytest.mark.parametrize(
