@@ -49,10 +49,11 @@ def _share(n: int, of: int) -> str:
 
 
 def line(cls: str, s: dict) -> str:
-    """The printed line: how often the pose is seen as itself, what else it is called, and the
-    streams where it is seen least (with what they call it instead)."""
+    """The printed line: how often the pose is seen as itself, what else it is called (1 % and
+    more), and the streams where it is seen least (with what they call it instead)."""
     pose, n = s["pose"], s["hyperframes"]
-    other = ", ".join(f"{c} {_share(k, n)}" for c, k in s["called"].items() if c != pose)
+    other = ", ".join(f"{c} {_share(k, n)}" for c, k in s["called"].items()
+                      if c != pose and round(100 * k / n) >= 1)  # fmt: skip
     worst = "; ".join(
         f"{r['stream']} {_share(r['right'], r['hyperframes'])} of {r['hyperframes']}"
         + "".join(

@@ -24,6 +24,7 @@ def test_a_pose_is_counted_by_what_each_stream_calls_it_least_seen_first() -> No
     # the far camera: of its 20 lying frames, 5 called lying, 12 an arm held out, 3 other
     far = _stream("far", [0] * 10 + [1] * 5 + [0] * 12 + [2] * 3,
                   ((0, 9, "stand"), (10, 29, "lying")))  # fmt: skip
+    many = _stream("many", [1] * 197 + [2] * 2 + [0], ((0, 199, "lying"),))  # 1 % and 0.5 %
     s = phases.seen([near, far], "lying")
     assert s == {
         "pose": "lying", "hyperframes": 40, "right": 25,
@@ -34,6 +35,10 @@ def test_a_pose_is_counted_by_what_each_stream_calls_it_least_seen_first() -> No
             {"stream": "near", "hyperframes": 20, "right": 20, "called": {"lying": 20}},
         ],
     }  # fmt: skip
+    assert phases.line("fall", phases.seen([many], "lying")) == (
+        "(fall: its pose lying called lying on 98 % of 200 labelled hyperframes (other 1 %); "
+        "least on many 98 % of 200)"
+    )  # hold, 0.5 %, is not named
     assert phases.line("fall", s) == (
         "(fall: its pose lying called lying on 62 % of 40 labelled hyperframes (hold 30 %, "
         "other 8 %); least on far 25 % of 20 (hold 60 %); near 100 % of 20)"
