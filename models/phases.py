@@ -48,20 +48,19 @@ def _share(n: int, of: int) -> str:
     return f"{100.0 * n / of:.0f} %"
 
 
+def _instead(r: dict, pose: str) -> str:
+    """`` (hold 60 %)``: what a stream calls its pose most, when that is not the pose."""
+    c, k = next(iter(r["called"].items()))
+    return "" if c == pose else f" ({c} {_share(k, r['hyperframes'])})"
+
+
 def line(cls: str, s: dict) -> str:
     """The printed line: how often the pose is seen as itself, what else it is called (1 % and
     more), and the streams where it is seen least (with what they call it instead)."""
     pose, n = s["pose"], s["hyperframes"]
     other = ", ".join(f"{c} {_share(k, n)}" for c, k in s["called"].items()
                       if c != pose and round(100 * k / n) >= 1)  # fmt: skip
-    worst = "; ".join(
-        f"{r['stream']} {_share(r['right'], r['hyperframes'])} of {r['hyperframes']}"
-        + "".join(
-            f" ({c} {_share(k, r['hyperframes'])})"
-            for c, k in list(r["called"].items())[:1]
-            if c != pose
-        )  # fmt: skip
-        for r in s["streams"][:WORST]
-    )
+    worst = "; ".join(f"{r['stream']} {_share(r['right'], r['hyperframes'])} of "
+                      f"{r['hyperframes']}{_instead(r, pose)}" for r in s["streams"][:WORST])  # fmt: skip
     return (f"({cls}: its pose {pose} called {pose} on {_share(s['right'], n)} of {n} labelled "
             f"hyperframes{f' ({other})' if other else ''}; least on {worst})")  # fmt: skip
