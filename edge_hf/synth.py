@@ -141,15 +141,17 @@ class SceneParams:
         )  # fmt: skip
 
 
-FAR = 0.32  # a figure under this fraction of the frame's height is far (30 % of real scenes)
+FAR = 0.32  # a figure under this fraction of the frame's height is far
+FAR_SHARE = 0.3  # of the real preset's scenes
+HEIGHTS = {"far": (0.2, FAR), "near": (FAR, 0.62)}  # the real preset's figure heights
 
 
 def _sample_real(cls, seed: int) -> SceneParams:
     rng = np.random.default_rng([seed, 19])
     u = rng.uniform
-    far = rng.random() < 0.3
+    far = rng.random() < FAR_SHARE
     return cls(
-        height=u(0.2, FAR) if far else u(FAR, 0.62), thickness=u(0.03, 0.07),
+        height=u(*HEIGHTS["far" if far else "near"]), thickness=u(0.03, 0.07),
         color=(255, 255, 255), floor=u(0.62, 0.97), background="real",
         bg_colors=((0, 0, 0), (0, 0, 0)), shapes=0, noise=u(0.0, 8.0),
         jitter=u(0.0, 2.5) if rng.random() < 0.5 else 0.0, speed=u(0.5, 1.4), start=u(0.0, 1.0),

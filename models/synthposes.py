@@ -21,8 +21,9 @@ the action clips show in few (README "Realistic data": lying after a fall in sce
 never saw). ``classes.txt`` then lists those labels.
 
 ``--far P`` draws each clip's figure far (under ``synth.FAR`` of the frame's height, as a far
-figure of the ``real`` preset) with probability P instead of the preset's 0.3, the rest of its
-scene as drawn (README: Thirty-second round). Without it, a seed writes the same clips as before.
+figure of the ``real`` preset) with probability P instead of the preset's ``synth.FAR_SHARE``,
+the rest of its scene as drawn (README: Thirty-second round). Without it, a seed writes the same
+clips as before.
 
 Exit codes: 0 done, 2 bad arguments, 3 scikit-image's photographs are missing.
 """
@@ -73,13 +74,13 @@ class Job(NamedTuple):
 
 def _params(seed: int, far: float | None) -> synth.SceneParams:
     """The scene's parameters of the real preset; with ``far``, its figure's height drawn again
-    from the far range (0.2-FAR) with that chance, else from the near one (FAR-0.62)."""
+    from the preset's far range with that chance, else from its near one."""
     params = synth.SceneParams.sample(seed, "real")
     if far is None:
         return params
     rng = np.random.default_rng([seed, 23])
-    lo, hi = (0.2, synth.FAR) if rng.random() < far else (synth.FAR, 0.62)
-    return replace(params, height=float(rng.uniform(lo, hi)))
+    near_or_far = synth.HEIGHTS["far" if rng.random() < far else "near"]
+    return replace(params, height=float(rng.uniform(*near_or_far)))
 
 
 def _write(job: Job) -> tuple[str, int, int, str] | None:
@@ -180,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                     "stand=other:100")  # fmt: skip
     ap.add_argument("--far", type=float, metavar="P",
                     help=f"chance that a clip's figure is far (under {synth.FAR} of the frame's "
-                    "height; default: the real preset's 0.3)")  # fmt: skip
+                    f"height; default: the real preset's {synth.FAR_SHARE})")  # fmt: skip
     args = ap.parse_args(argv)
     if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
         ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")
