@@ -26,6 +26,11 @@ gravel.png                 CC0 (cc0textures.com)                                
 rocket.jpg                 public domain (SpaceX)                               held-out
 =========================  ===================================================  ==========
 
+The ``train-varied`` pool (``models.synthdata --varied-photos``, ``models.synthposes
+--varied-photos``) is the training photographs in more forms (:func:`varied`): colours swapped or
+tinted, upside down, turned a quarter, as a negative, and the halves of two side by side. It
+draws nothing from the held-out photographs.
+
 The ``held-out`` pool is used only for validation/test clips and evaluation streams; training clips
 never see those photographs. Left out: the stereo motorcycle pair (Middlebury 2014, no licence
 stated), moon, page, logo and colour wheel (no licence stated) and the other microscopy images.
@@ -44,7 +49,8 @@ TRAIN: tuple[str, ...] = (
     "hubble_deep_field.jpg", "ihc.png", "text.png",
 )  # fmt: skip
 HELD_OUT: tuple[str, ...] = ("chelsea.png", "clock_motion.png", "gravel.png", "rocket.jpg")
-POOLS = {"train": TRAIN, "held-out": HELD_OUT}
+POOLS = {"train": TRAIN, "train-varied": TRAIN, "held-out": HELD_OUT}
+_TINTS = ((1.0, 0.8, 0.55), (0.6, 0.85, 1.0))  # BGR gains: a warm and a cool cast of grey photos
 
 
 class BackgroundError(RuntimeError):
@@ -78,5 +84,28 @@ def load(pool: str) -> tuple[np.ndarray, ...]:
             )
         if img.ndim == 3 and img.shape[2] == 4:
             img = cv2.cvtColor(img, cv2.COLOR_BGRA2BGR)
-        out.append(img)
+        out.append(img if img.ndim == 3 else cv2.cvtColor(img, cv2.COLOR_GRAY2BGR))
+    return varied(tuple(out)) if pool == "train-varied" else tuple(out)
+
+
+def _colours(img: np.ndarray) -> list[np.ndarray]:
+    """Two other colourings: channels rotated both ways, or (grey photos) a warm and a cool tint."""
+    grey = np.array_equal(img[..., 0], img[..., 1]) and np.array_equal(img[..., 1], img[..., 2])
+    if not grey:
+        return [np.ascontiguousarray(img[..., order]) for order in ([1, 2, 0], [2, 0, 1])]
+    return [np.clip(img * np.float32(g), 0, 255).astype(np.uint8) for g in _TINTS]
+
+
+def varied(photos: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """Each (h, w, 3) photograph as itself, in two other colourings, upside down, turned a
+    quarter, as a negative, and its left half beside the right half of the next one: 7 per photo,
+    drawn as often as each other."""
+    out = []
+    for i, img in enumerate(photos):
+        nxt = photos[(i + 1) % len(photos)]
+        half = img.shape[1] // 2
+        right = cv2.resize(nxt, (img.shape[1] - half, img.shape[0]), interpolation=cv2.INTER_AREA)
+        halves = np.concatenate([img[:, :half], right], axis=1)
+        turned = np.ascontiguousarray(np.rot90(img))
+        out += [img, *_colours(img), np.ascontiguousarray(img[::-1]), turned, 255 - img, halves]
     return tuple(out)

@@ -74,7 +74,7 @@ class Job(NamedTuple):
     size: tuple[int, int]
     fps: float
     preset: str
-    pool: str  # photographs: "train" or "held-out"
+    pool: str  # photographs (models.backgrounds): "train", "train-varied" or "held-out"
     codec: str  # one of synthvideo.CODECS
     story: tuple[float, int] | None = None  # (seconds, falls) of a story
     directed: bool = True  # walks get their direction (action clips, training stories)
@@ -131,10 +131,12 @@ def write_action_dataset(
     workers: int = 1,
     mixed: bool = False,
     codec: str = "mjpeg",
+    train_pool: str = "train",
 ) -> int:
     """Write the UCF101-layout dataset of `preset` (``mixed``: with the mixed-speed pair for
     ``fall``, see ``classes``); returns the number of frames written. ``codec`` (real preset):
-    ``mjpeg``, ``h264``, or ``mixed``: each clip one of the two, drawn from its seed."""
+    ``mjpeg``, ``h264``, or ``mixed``: each clip one of the two, drawn from its seed.
+    ``train_pool``: the training clips' photographs (``models.backgrounds``)."""
     out.mkdir(parents=True, exist_ok=True)
     names = classes(preset, mixed)
     train, test, jobs = [], [], []
@@ -146,7 +148,7 @@ def write_action_dataset(
             group, clip = k // CLIPS_PER_GROUP + 1, k % CLIPS_PER_GROUP + 1
             rel = f"{action}/v_{action}_g{group:02d}_c{clip:02d}.avi"
             is_test = group % TEST_EVERY == 1
-            pool = "held-out" if is_test else "train"
+            pool = "held-out" if is_test else train_pool
             # one seed per (clip, class) pair: the pairs share looks, so appearance cannot tell them apart
             jobs.append(
                 Job(
@@ -202,11 +204,13 @@ def write_streams(
     codec: str = "mjpeg-default",
     workers: int = 1,
     training: bool = False,
+    train_pool: str = "train",
 ) -> int:
     """Long clips with frame-level segments: the demo story (easy) or stories on held-out
     photographs (real). ``training``: real stories on the training photographs with seeds no
     evaluation stream uses, labelled with the action dataset's classes (``annotations``) for
-    ``models.train --more-data``. Returns the number of frames written."""
+    ``models.train --more-data``, on the photographs of ``train_pool``. Returns the number of
+    frames written."""
     out.mkdir(parents=True, exist_ok=True)
     suffix = ".mp4" if codec == "h264" else ".avi"
     jobs = []
@@ -214,7 +218,7 @@ def write_streams(
         s = seed * 100_000 + (TRAIN_STREAM_SEED if training else STREAM_SEED) + k
         if preset == "real":
             story = (60.0 * minutes, stream_falls(k, minutes, seed))
-            pool = "train" if training else "held-out"
+            pool = train_pool if training else "held-out"
             job = Job(out / f"story_{k:03d}{suffix}", "story", s, size, fps, preset, pool,
                       codec, story, directed=training)  # fmt: skip
         else:
@@ -286,12 +290,7 @@ def _size(text: str) -> tuple[int, int]:
 
 
 _FLAGS = (  # flag, type, default, help
-    (
-        "--clips-per-class",
-        int,
-        60,
-        "clips per class; a quarter of them (by group) go to the test list",
-    ),
+    ("--clips-per-class", int, 60, "clips per class; a quarter (by group) are test clips"),
     ("--streams", int, 0, "long labelled streams to write in OUT/streams"),
     (
         "--train-streams",
@@ -342,6 +341,13 @@ def _parser() -> argparse.ArgumentParser:
         help="real streams: h264 (ffmpeg, random bit rate) or mjpeg (random JPEG quality) "
         "(default: %(default)s)",
     )
+    ap.add_argument(
+        "--varied-photos",
+        action="store_true",
+        help="real: training clips and --train-streams also on the training photographs in "
+        "varied forms (models.backgrounds.varied: colours swapped, upside down, turned, "
+        "negative, two halves); test clips and --streams unchanged",
+    )
     for flag, kind, default, text in _FLAGS:
         shown = "x".join(map(str, default)) if isinstance(default, tuple) else "%(default)s"
         ap.add_argument(flag, type=kind, default=default, help=f"{text} (default: {shown})")
@@ -360,11 +366,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--train-streams needs --preset real")
     if not 0 < args.stream_minutes <= 24 * 60 or not 0 < args.fps <= 1000:
         ap.error("--stream-minutes must be in (0, 1440] and --fps in (0, 1000]")
-    t0 = time.perf_counter()
+    t0, pool = time.perf_counter(), "train-varied" if args.varied_photos else "train"
     try:
         n = write_action_dataset(
-            args.out, args.clips_per_class, args.size, args.seed, args.fps,
-            preset=args.preset, workers=args.jobs, mixed=args.mixed_speed, codec=args.clip_codec,
+            args.out, args.clips_per_class, args.size, args.seed, args.fps, preset=args.preset,
+            workers=args.jobs, mixed=args.mixed_speed, codec=args.clip_codec, train_pool=pool,
         )  # fmt: skip
         t1 = time.perf_counter()
         print(f"wrote {args.out}: {n} frames in {t1 - t0:.1f} s ({_rate(n, t1 - t0)})")
@@ -381,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
             m = write_streams(
                 args.out / "train-streams", args.train_streams, args.size, args.seed, args.fps,
                 preset="real", minutes=args.stream_minutes, codec=args.stream_codec,
-                workers=args.jobs, training=True,
+                workers=args.jobs, training=True, train_pool=pool,
             )  # fmt: skip
             _report(args.out / "train-streams", m, args.fps, time.perf_counter() - t2)
     except (synthvideo.EncoderMissing, BackgroundError) as e:

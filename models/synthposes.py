@@ -70,6 +70,7 @@ class Job(NamedTuple):
     k: int
     seed: int
     far: float | None = None  # chance of a far figure; None: the real preset's own draw
+    pool: str = "train"  # models.backgrounds pool: "train" or "train-varied"
 
 
 def _params(seed: int, far: float | None) -> synth.SceneParams:
@@ -92,7 +93,7 @@ def _write(job: Job) -> tuple[str, int, int, str] | None:
     name = scenes[int(rng.integers(len(scenes)))]
     params = _params(seed, job.far)
     scene = synth.make_scene(
-        name, size=SIZE, fps=FPS, params=params, preset="real", photos=backgrounds.load("train")
+        name, size=SIZE, fps=FPS, params=params, preset="real", photos=backgrounds.load(job.pool)
     )
     spans = [(s, e) for s, e, lab in scene.phases() if lab in labels]
     if not spans:
@@ -118,14 +119,15 @@ def write_postures(
     workers: int = 1,
     as_labels: dict[str, tuple[str, int]] | None = None,
     far: float | None = None,
+    pool: str = "train",
 ) -> int:
     """Write the set; returns the number of clips. ``as_labels`` (posture: (label, clips)):
     only those postures, that many clips each, labelled so; ``far``: the chance of a far figure
-    (None: the real preset's)."""
+    (None: the real preset's); ``pool``: the photographs (``models.backgrounds``)."""
     plan = as_labels or {p: (p, per_class) for p in POSTURES}
     for p in plan:
         (out / p).mkdir(parents=True, exist_ok=True)
-    jobs = [Job(out, p, k, seed, far) for p, (_, n) in plan.items() for k in range(n)]
+    jobs = [Job(out, p, k, seed, far, pool) for p, (_, n) in plan.items() for k in range(n)]
     if workers <= 1:
         rows = [_write(j) for j in jobs]
     else:
@@ -182,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--far", type=float, metavar="P",
                     help=f"chance that a clip's figure is far (under {synth.FAR} of the frame's "
                     f"height; default: the real preset's {synth.FAR_SHARE})")  # fmt: skip
+    ap.add_argument("--varied-photos", action="store_true",
+                    help="the training photographs also in varied forms (models.backgrounds."
+                    "varied: colours swapped, upside down, turned, negative, two halves)")  # fmt: skip
     args = ap.parse_args(argv)
     if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
         ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")
@@ -189,7 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--far must be a chance in 0..1, found {args.far}")
     t0 = time.perf_counter()
     try:
-        n = write_postures(args.out, args.per_class, args.seed, args.jobs, args.as_labels, args.far)
+        pool = "train-varied" if args.varied_photos else "train"
+        n = write_postures(
+            args.out, args.per_class, args.seed, args.jobs, args.as_labels, args.far, pool
+        )
     except BackgroundError as e:
         print(f"models.synthposes: error: {e}", file=sys.stderr)
         return 3

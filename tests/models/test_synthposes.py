@@ -114,3 +114,17 @@ def test_cli_far_is_a_chance(tmp_path: Path) -> None:
     bad = run_module("models.synthposes", str(tmp_path / "q"), "--far", "1.5")
     assert bad.returncode == 2 and "--far must be a chance in 0..1, found 1.5" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "q").exists()
+
+
+def test_cli_varied_photos_draw_the_same_postures_on_other_backgrounds(tmp_path: Path) -> None:
+    sets = {}
+    for name, extra in (("plain", []), ("varied", ["--varied-photos"])):
+        out = tmp_path / name
+        r = run_module(
+            "models.synthposes", str(out), "--as", "lying=lying:6", "--jobs", "1", *extra
+        )
+        assert r.returncode == 0, r.stderr
+        sets[name] = {p.name: _read(p) for p in sorted((out / "lying").glob("*.avi"))}
+    assert sets["plain"].keys() == sets["varied"].keys() and len(sets["plain"]) >= 5
+    differ = [not np.array_equal(sets["plain"][k][0], sets["varied"][k][0]) for k in sets["plain"]]
+    assert sum(differ) >= 2  # scenes on a photograph draw another one (textures stay)
