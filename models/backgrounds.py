@@ -26,10 +26,12 @@ gravel.png                 CC0 (cc0textures.com)                                
 rocket.jpg                 public domain (SpaceX)                               held-out
 =========================  ===================================================  ==========
 
-The ``train-varied`` pool (``models.synthdata --varied-photos``, ``models.synthposes
---varied-photos``) is the training photographs in more forms (:func:`varied`): colours swapped or
-tinted, upside down, turned a quarter, as a negative, and the halves of two side by side. It
-draws nothing from the held-out photographs.
+The ``train-varied`` pool (``models.synthdata --photos varied``, ``models.synthposes --photos
+varied``) is the training photographs in more forms (:func:`varied`): colours swapped or tinted,
+upside down, turned a quarter, as a negative, and the halves of two side by side; ``train-poles``
+(``--photos poles``) adds two forms of each with thin poles, rails and lattices painted over it
+(``_poles``: a lying figure across a mast looks like a standing one holding an arm out). Both
+draw nothing from the held-out photographs.
 
 The ``held-out`` pool is used only for validation/test clips and evaluation streams; training clips
 never see those photographs. Left out: the stereo motorcycle pair (Middlebury 2014, no licence
@@ -49,7 +51,9 @@ TRAIN: tuple[str, ...] = (
     "hubble_deep_field.jpg", "ihc.png", "text.png",
 )  # fmt: skip
 HELD_OUT: tuple[str, ...] = ("chelsea.png", "clock_motion.png", "gravel.png", "rocket.jpg")
-POOLS = {"train": TRAIN, "train-varied": TRAIN, "held-out": HELD_OUT}
+POOLS = {"train": TRAIN, "train-varied": TRAIN, "train-poles": TRAIN, "held-out": HELD_OUT}
+FORMS = {"train-varied": 7, "train-poles": 9}  # photographs per training photograph
+PHOTOS = {"train": "train", "varied": "train-varied", "poles": "train-poles"}  # --photos: pool
 _TINTS = ((1.0, 0.8, 0.55), (0.6, 0.85, 1.0))  # BGR gains: a warm and a cool cast of grey photos
 
 
@@ -85,7 +89,7 @@ def load(pool: str) -> tuple[np.ndarray, ...]:
         if img.ndim == 3 and img.shape[2] == 4:
             img = cv2.cvtColor(img, cv2.COLOR_BGRA2BGR)
         out.append(img if img.ndim == 3 else cv2.cvtColor(img, cv2.COLOR_GRAY2BGR))
-    return varied(tuple(out)) if pool == "train-varied" else tuple(out)
+    return varied(tuple(out), poles=pool == "train-poles") if pool in FORMS else tuple(out)
 
 
 def _colours(img: np.ndarray) -> list[np.ndarray]:
@@ -96,10 +100,41 @@ def _colours(img: np.ndarray) -> list[np.ndarray]:
     return [np.clip(img * np.float32(g), 0, 255).astype(np.uint8) for g in _TINTS]
 
 
-def varied(photos: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+def _poles(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A copy of `img` with 2-6 thin upright poles (1-2 % of its width, from the top or from part
+    way down to the bottom), 0-2 thin rails across, and in half of them a lattice mast (two uprights
+    and their cross braces), each in a colour of the photo or a plain grey."""
+    out, (h, w) = img.copy(), img.shape[:2]
+
+    def colour() -> tuple[int, ...]:
+        if rng.random() < 0.5:
+            return (int(rng.integers(40, 256)),) * 3
+        return tuple(int(v) for v in img[rng.integers(h), rng.integers(w)])
+
+    def width() -> int:
+        return max(1, int(w * rng.uniform(0.008, 0.02)))
+
+    for _ in range(int(rng.integers(2, 7))):
+        x, top = int(rng.integers(w)), int(h * rng.choice([0.0, rng.uniform(0.1, 0.6)]))
+        cv2.line(out, (x, top), (x, h - 1), colour(), width())
+    for _ in range(int(rng.integers(0, 3))):
+        y = int(rng.integers(h))
+        cv2.line(out, (0, y), (w - 1, y), colour(), max(1, width() // 2))
+    if rng.random() < 0.5:
+        x0, span, c, t = int(rng.integers(w)), int(w * rng.uniform(0.04, 0.12)), colour(), width()
+        for x in (x0, x0 + span):
+            cv2.line(out, (x, 0), (x, h - 1), c, t)
+        for y in range(0, h, max(4, span)):
+            cv2.line(out, (x0, y), (x0 + span, y + span), c, max(1, t // 2))
+            cv2.line(out, (x0 + span, y), (x0, y + span), c, max(1, t // 2))
+    return out
+
+
+def varied(photos: tuple[np.ndarray, ...], *, poles: bool = False) -> tuple[np.ndarray, ...]:
     """Each (h, w, 3) photograph as itself, in two other colourings, upside down, turned a
     quarter, as a negative, and its left half beside the right half of the next one: 7 per photo,
-    drawn as often as each other."""
+    drawn as often as each other; ``poles``: 9, the photo and its upside-down form again with
+    :func:`_poles` painted over (seeded by the photo's place: the same pool every time)."""
     out = []
     for i, img in enumerate(photos):
         nxt = photos[(i + 1) % len(photos)]
@@ -107,5 +142,9 @@ def varied(photos: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
         right = cv2.resize(nxt, (img.shape[1] - half, img.shape[0]), interpolation=cv2.INTER_AREA)
         halves = np.concatenate([img[:, :half], right], axis=1)
         turned = np.ascontiguousarray(np.rot90(img))
-        out += [img, *_colours(img), np.ascontiguousarray(img[::-1]), turned, 255 - img, halves]
+        flipped = np.ascontiguousarray(img[::-1])
+        out += [img, *_colours(img), flipped, turned, 255 - img, halves]
+        if poles:
+            rng = np.random.default_rng([i, 29])
+            out += [_poles(img, rng), _poles(flipped, rng)]
     return tuple(out)

@@ -74,7 +74,7 @@ class Job(NamedTuple):
     size: tuple[int, int]
     fps: float
     preset: str
-    pool: str  # photographs (models.backgrounds): "train", "train-varied" or "held-out"
+    pool: str  # photographs: a models.backgrounds.POOLS name
     codec: str  # one of synthvideo.CODECS
     story: tuple[float, int] | None = None  # (seconds, falls) of a story
     directed: bool = True  # walks get their direction (action clips, training stories)
@@ -342,11 +342,11 @@ def _parser() -> argparse.ArgumentParser:
         "(default: %(default)s)",
     )
     ap.add_argument(
-        "--varied-photos",
-        action="store_true",
-        help="real: training clips and --train-streams also on the training photographs in "
-        "varied forms (models.backgrounds.varied: colours swapped, upside down, turned, "
-        "negative, two halves); test clips and --streams unchanged",
+        "--photos",
+        choices=tuple(backgrounds.PHOTOS),
+        default="train",
+        help="real: the training photos of clips and --train-streams: 9, in 7 forms each (varied) "
+        "or 9 (poles: masts on 2; models.backgrounds); test clips, --streams keep theirs",
     )
     for flag, kind, default, text in _FLAGS:
         shown = "x".join(map(str, default)) if isinstance(default, tuple) else "%(default)s"
@@ -366,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--train-streams needs --preset real")
     if not 0 < args.stream_minutes <= 24 * 60 or not 0 < args.fps <= 1000:
         ap.error("--stream-minutes must be in (0, 1440] and --fps in (0, 1000]")
-    t0, pool = time.perf_counter(), "train-varied" if args.varied_photos else "train"
+    t0, pool = time.perf_counter(), backgrounds.PHOTOS[args.photos]
     try:
         n = write_action_dataset(
             args.out, args.clips_per_class, args.size, args.seed, args.fps, preset=args.preset,

@@ -70,7 +70,7 @@ class Job(NamedTuple):
     k: int
     seed: int
     far: float | None = None  # chance of a far figure; None: the real preset's own draw
-    pool: str = "train"  # models.backgrounds pool: "train" or "train-varied"
+    pool: str = "train"  # a models.backgrounds.POOLS name
 
 
 def _params(seed: int, far: float | None) -> synth.SceneParams:
@@ -184,9 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--far", type=float, metavar="P",
                     help=f"chance that a clip's figure is far (under {synth.FAR} of the frame's "
                     f"height; default: the real preset's {synth.FAR_SHARE})")  # fmt: skip
-    ap.add_argument("--varied-photos", action="store_true",
-                    help="the training photographs also in varied forms (models.backgrounds."
-                    "varied: colours swapped, upside down, turned, negative, two halves)")  # fmt: skip
+    ap.add_argument("--photos", choices=tuple(backgrounds.PHOTOS), default="train",
+                    help="the training photographs (train), also in more forms (varied), or "
+                    "with poles painted over too (poles); as models.synthdata --photos "
+                    "(default: %(default)s)")  # fmt: skip
     args = ap.parse_args(argv)
     if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
         ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")
@@ -194,10 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--far must be a chance in 0..1, found {args.far}")
     t0 = time.perf_counter()
     try:
-        pool = "train-varied" if args.varied_photos else "train"
-        n = write_postures(
-            args.out, args.per_class, args.seed, args.jobs, args.as_labels, args.far, pool
-        )
+        n = write_postures(args.out, args.per_class, args.seed, args.jobs, args.as_labels,
+                           args.far, backgrounds.PHOTOS[args.photos])  # fmt: skip
     except BackgroundError as e:
         print(f"models.synthposes: error: {e}", file=sys.stderr)
         return 3

@@ -36,7 +36,7 @@ def test_photo_pools_are_in_the_wheel_and_disjoint() -> None:
     assert not set(backgrounds.TRAIN) & set(backgrounds.HELD_OUT)
     for pool in backgrounds.POOLS:
         photos = backgrounds.load(pool)
-        forms = 7 if pool == "train-varied" else 1
+        forms = backgrounds.FORMS.get(pool, 1)
         assert len(photos) == forms * len(backgrounds.POOLS[pool]) >= 4
         assert all(p.dtype == "uint8" and min(p.shape[:2]) >= 150 for p in photos)
     train = {p.tobytes() for p in backgrounds.load("train")}
@@ -65,6 +65,22 @@ def test_varied_photos_are_the_training_photos_in_seven_forms() -> None:
         assert all(np.ptp(f.astype(int), axis=2).max() > 0 for f in forms[1:3])
         if not grey:
             assert np.array_equal(forms[1], img[..., [1, 2, 0]])
+
+
+def test_poles_forms_paint_thin_uprights_over_the_photo_and_its_upside_down_form() -> None:
+    train, varied = backgrounds.load("train"), backgrounds.load("train-varied")
+    with_poles = backgrounds.load("train-poles")
+    for i, img in enumerate(train):
+        forms = with_poles[9 * i : 9 * i + 9]
+        assert all(np.array_equal(a, b) for a, b in zip(forms[:7], varied[7 * i :], strict=False))
+        for painted, base in ((forms[7], img), (forms[8], img[::-1])):
+            changed = np.any(painted != base, axis=2)
+            h, w = changed.shape
+            assert 0.01 < changed.mean() < 0.35  # thin lines, not a new picture
+            assert (changed.mean(axis=0) > 0.35).sum() >= 2  # at least two long uprights
+            assert np.array_equal(painted[~changed], base[~changed])
+    again = backgrounds.varied(train, poles=True)  # seeded: the same pool in every process
+    assert all(np.array_equal(a, b) for a, b in zip(again, with_poles, strict=True))
 
 
 def test_photos_load_without_scikit_image_fetchers() -> None:
@@ -215,7 +231,7 @@ def test_cli_writes_a_real_dataset_by_default(tmp_path: Path) -> None:
 
 def test_cli_varied_photos_change_the_training_clips_only(tmp_path: Path) -> None:
     args = ["--clips-per-class", "4", "--size", "48x64", "--clip-codec", "mjpeg", "--jobs", "1"]
-    for name, extra in (("plain", []), ("varied", ["--varied-photos"])):
+    for name, extra in (("plain", []), ("varied", ["--photos", "varied"])):
         r = run_module("models.synthdata", str(tmp_path / name), *args, *extra)
         assert r.returncode == 0, r.stderr
     test = (tmp_path / "plain" / "testlist01.txt").read_text().split()
@@ -251,7 +267,7 @@ def test_cli_help_explains_every_flag() -> None:
     r = run_module("models.synthdata", "--help")
     assert r.returncode == 0
     text = " ".join(r.stdout.split())
-    for phrase in ("output folder", "hard negatives", "go to the test list", "labelled streams",
+    for phrase in ("output folder", "hard negatives", "are test clips", "labelled streams", "poles",
                    "minutes", "bit rate", "HxW", "frame rate", "seed of everything", "worker"):  # fmt: skip
         assert phrase in text, phrase
 

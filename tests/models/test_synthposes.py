@@ -118,7 +118,7 @@ def test_cli_far_is_a_chance(tmp_path: Path) -> None:
 
 def test_cli_varied_photos_draw_the_same_postures_on_other_backgrounds(tmp_path: Path) -> None:
     sets = {}
-    for name, extra in (("plain", []), ("varied", ["--varied-photos"])):
+    for name, extra in (("plain", []), ("varied", ["--photos", "varied"])):
         out = tmp_path / name
         r = run_module(
             "models.synthposes", str(out), "--as", "lying=lying:6", "--jobs", "1", *extra
