@@ -28,10 +28,11 @@ rocket.jpg                 public domain (SpaceX)                               
 
 The ``train-varied`` pool (``models.synthdata --photos varied``, ``models.synthposes --photos
 varied``) is the training photographs in more forms (:func:`varied`): colours swapped or tinted,
-upside down, turned a quarter, as a negative, and the halves of two side by side; ``train-poles``
-(``--photos poles``) adds two forms of each with thin poles, rails and lattices painted over it
-(``_poles``: a lying figure across a mast looks like a standing one holding an arm out). Both
-draw nothing from the held-out photographs.
+upside down, turned a quarter, as a negative, and the halves of two side by side;
+``train-varied-poles`` (``--photos varied-poles``) adds two forms of each with thin poles, rails
+and lattices painted over it (``_poles``: a lying figure across a mast looks like a standing one
+holding an arm out), and ``train-poles`` (``--photos poles``) is each photograph and only those
+two. None draws anything from the held-out photographs.
 
 The ``held-out`` pool is used only for validation/test clips and evaluation streams; training clips
 never see those photographs. Left out: the stereo motorcycle pair (Middlebury 2014, no licence
@@ -51,9 +52,9 @@ TRAIN: tuple[str, ...] = (
     "hubble_deep_field.jpg", "ihc.png", "text.png",
 )  # fmt: skip
 HELD_OUT: tuple[str, ...] = ("chelsea.png", "clock_motion.png", "gravel.png", "rocket.jpg")
-POOLS = {"train": TRAIN, "train-varied": TRAIN, "train-poles": TRAIN, "held-out": HELD_OUT}
-FORMS = {"train-varied": 7, "train-poles": 9}  # photographs per training photograph
-PHOTOS = {"train": "train", "varied": "train-varied", "poles": "train-poles"}  # --photos: pool
+FORMS = {"train-varied": 7, "train-varied-poles": 9, "train-poles": 3}  # per training photo
+POOLS = {"train": TRAIN, **dict.fromkeys(FORMS, TRAIN), "held-out": HELD_OUT}
+PHOTOS = {"train": "train", **{p.removeprefix("train-"): p for p in FORMS}}  # --photos: pool
 _TINTS = ((1.0, 0.8, 0.55), (0.6, 0.85, 1.0))  # BGR gains: a warm and a cool cast of grey photos
 
 
@@ -89,7 +90,9 @@ def load(pool: str) -> tuple[np.ndarray, ...]:
         if img.ndim == 3 and img.shape[2] == 4:
             img = cv2.cvtColor(img, cv2.COLOR_BGRA2BGR)
         out.append(img if img.ndim == 3 else cv2.cvtColor(img, cv2.COLOR_GRAY2BGR))
-    return varied(tuple(out), poles=pool == "train-poles") if pool in FORMS else tuple(out)
+    if pool not in FORMS:
+        return tuple(out)
+    return varied(tuple(out), forms="varied" in pool, poles=pool.endswith("poles"))
 
 
 def _colours(img: np.ndarray) -> list[np.ndarray]:
@@ -130,21 +133,28 @@ def _poles(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def varied(photos: tuple[np.ndarray, ...], *, poles: bool = False) -> tuple[np.ndarray, ...]:
-    """Each (h, w, 3) photograph as itself, in two other colourings, upside down, turned a
-    quarter, as a negative, and its left half beside the right half of the next one: 7 per photo,
-    drawn as often as each other; ``poles``: 9, the photo and its upside-down form again with
-    :func:`_poles` painted over (seeded by the photo's place: the same pool every time)."""
+def _forms(photos: tuple[np.ndarray, ...], i: int) -> list[np.ndarray]:
+    """Photo i, two other colourings, upside down, turned a quarter, its negative, and its left
+    half beside the right half of the next photo."""
+    img, nxt = photos[i], photos[(i + 1) % len(photos)]
+    half = img.shape[1] // 2
+    right = cv2.resize(nxt, (img.shape[1] - half, img.shape[0]), interpolation=cv2.INTER_AREA)
+    halves = np.concatenate([img[:, :half], right], axis=1)
+    flipped, turned = np.ascontiguousarray(img[::-1]), np.ascontiguousarray(np.rot90(img))
+    return [img, *_colours(img), flipped, turned, 255 - img, halves]
+
+
+def varied(
+    photos: tuple[np.ndarray, ...], *, forms: bool = True, poles: bool = False
+) -> tuple[np.ndarray, ...]:
+    """Each (h, w, 3) photograph as itself or, with ``forms``, in its 7 forms (:func:`_forms`);
+    with ``poles``, then also the photo and its upside-down form with :func:`_poles` painted
+    over (seeded by the photo's place: the same pool every time). All drawn as often as each
+    other."""
     out = []
     for i, img in enumerate(photos):
-        nxt = photos[(i + 1) % len(photos)]
-        half = img.shape[1] // 2
-        right = cv2.resize(nxt, (img.shape[1] - half, img.shape[0]), interpolation=cv2.INTER_AREA)
-        halves = np.concatenate([img[:, :half], right], axis=1)
-        turned = np.ascontiguousarray(np.rot90(img))
-        flipped = np.ascontiguousarray(img[::-1])
-        out += [img, *_colours(img), flipped, turned, 255 - img, halves]
+        out += _forms(photos, i) if forms else [img]
         if poles:
             rng = np.random.default_rng([i, 29])
-            out += [_poles(img, rng), _poles(flipped, rng)]
+            out += [_poles(img, rng), _poles(np.ascontiguousarray(img[::-1]), rng)]
     return tuple(out)

@@ -345,8 +345,8 @@ def _parser() -> argparse.ArgumentParser:
         "--photos",
         choices=tuple(backgrounds.PHOTOS),
         default="train",
-        help="real: the training photos of clips and --train-streams: 9, in 7 forms each (varied) "
-        "or 9 (poles: masts on 2; models.backgrounds); test clips, --streams keep theirs",
+        help="real: training clips' photos: the 9; in 7 forms each (varied); with masts painted "
+        "on 2 more (poles, varied-poles); models.backgrounds. Test clips, --streams keep theirs",
     )
     for flag, kind, default, text in _FLAGS:
         shown = "x".join(map(str, default)) if isinstance(default, tuple) else "%(default)s"

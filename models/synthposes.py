@@ -185,9 +185,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"chance that a clip's figure is far (under {synth.FAR} of the frame's "
                     f"height; default: the real preset's {synth.FAR_SHARE})")  # fmt: skip
     ap.add_argument("--photos", choices=tuple(backgrounds.PHOTOS), default="train",
-                    help="the training photographs (train), also in more forms (varied), or "
-                    "with poles painted over too (poles); as models.synthdata --photos "
-                    "(default: %(default)s)")  # fmt: skip
+                    help="the training photographs as models.synthdata --photos: the nine, "
+                    "in more forms, with poles painted on (default: %(default)s)")  # fmt: skip
     args = ap.parse_args(argv)
     if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
         ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")

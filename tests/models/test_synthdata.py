@@ -69,10 +69,12 @@ def test_varied_photos_are_the_training_photos_in_seven_forms() -> None:
 
 def test_poles_forms_paint_thin_uprights_over_the_photo_and_its_upside_down_form() -> None:
     train, varied = backgrounds.load("train"), backgrounds.load("train-varied")
-    with_poles = backgrounds.load("train-poles")
+    with_poles, only_poles = backgrounds.load("train-varied-poles"), backgrounds.load("train-poles")
     for i, img in enumerate(train):
         forms = with_poles[9 * i : 9 * i + 9]
         assert all(np.array_equal(a, b) for a, b in zip(forms[:7], varied[7 * i :], strict=False))
+        three = only_poles[3 * i : 3 * i + 3]  # the photo and the same two painted forms
+        assert all(np.array_equal(a, b) for a, b in zip(three, [img, *forms[7:]], strict=True))
         for painted, base in ((forms[7], img), (forms[8], img[::-1])):
             changed = np.any(painted != base, axis=2)
             h, w = changed.shape
