@@ -76,7 +76,8 @@ def data_dir() -> Path:
 
 @functools.cache  # once per process: every scene a writer renders draws from them
 def load(pool: str) -> tuple[np.ndarray, ...]:
-    """The photographs of `pool` ("train" or "held-out") as BGR or grey uint8 arrays."""
+    """The photographs of `pool` (a :data:`POOLS` name) as BGR uint8 arrays (grey ones as three
+    equal channels)."""
     if pool not in POOLS:
         raise ValueError(f"unknown background pool {pool!r}; expected one of {list(POOLS)}")
     root = data_dir()
@@ -104,7 +105,7 @@ def _colours(img: np.ndarray) -> list[np.ndarray]:
 
 
 def _poles(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A copy of `img` with 2-6 thin upright poles (1-2 % of its width, from the top or from part
+    """A copy of `img` with 2-6 thin upright poles (0.8-2 % of its width, from the top or part
     way down to the bottom), 0-2 thin rails across, and in half of them a lattice mast (two uprights
     and their cross braces), each in a colour of the photo or a plain grey."""
     out, (h, w) = img.copy(), img.shape[:2]

@@ -362,8 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(
             "--clips-per-class, --streams, --train-streams and --seed must be >= 0, --jobs >= 1"
         )
-    if args.train_streams and args.preset != "real":
-        ap.error("--train-streams needs --preset real")
+    if (args.train_streams or args.photos != "train") and args.preset != "real":
+        ap.error("--train-streams and --photos need --preset real (easy draws no photographs)")
     if not 0 < args.stream_minutes <= 24 * 60 or not 0 < args.fps <= 1000:
         ap.error("--stream-minutes must be in (0, 1440] and --fps in (0, 1000]")
     t0, pool = time.perf_counter(), backgrounds.PHOTOS[args.photos]

@@ -323,4 +323,6 @@ def test_cli_training_streams_need_the_real_preset(tmp_path: Path) -> None:
     r = run_module(
         "models.synthdata", str(tmp_path / "d"), "--preset", "easy", "--train-streams", "1"
     )
-    assert r.returncode == 2 and "--train-streams needs --preset real" in r.stderr
+    assert r.returncode == 2 and "--train-streams and --photos need --preset real" in r.stderr
+    r = run_module("models.synthdata", str(tmp_path / "e"), "--preset", "easy", "--photos", "poles")
+    assert r.returncode == 2 and "need --preset real" in r.stderr and not (tmp_path / "e").exists()
