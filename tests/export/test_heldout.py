@@ -103,7 +103,8 @@ def test_the_command_measures_every_file_on_every_video(exported: Path, unseen: 
     assert got["formats"]["onnx"] == got["formats"]["openvino"]  # both FP32 of one graph
     c = got["int8"]
     top1 = {n: row["top1"] for n, row in got["formats"].items()}
-    assert c["video"]["drop"] == pytest.approx(100 * (top1["openvino"] - top1["openvino-int8"]))
+    drop = 100 * (top1["openvino"] - top1["openvino-int8"])  # the JSON keeps two decimals
+    assert c["video"]["drop"] == pytest.approx(drop, abs=0.005 + 1e-9)
     assert c["video"]["only_fp32"] - c["video"]["only_int8"] == round(c["video"]["drop"] * 0.12)
     assert 0.0 <= c["alert_agreement"] <= 1.0
     assert r.stdout.startswith(f"held out: {unseen} (12 videos, ")
