@@ -96,9 +96,8 @@ def _scene(job: Job) -> synth.Scene:
     if job.story is not None:
         params = replace(params, story_s=job.story[0], falls=job.story[1])
     photos = backgrounds.load(job.pool) if job.preset == "real" else ()
-    return synth.make_scene(
-        job.name, size=job.size, fps=job.fps, params=params, preset=job.preset, photos=photos
-    )
+    return synth.make_scene(job.name, size=job.size, fps=job.fps, params=params, preset=job.preset,
+                            photos=photos)  # fmt: skip
 
 
 def _write(job: Job) -> list[tuple[str, int, int, str]]:
@@ -243,19 +242,20 @@ def write_streams(
 
 
 def _write_facts(path: Path, jobs: list[Job], root: Path | None = None) -> None:
-    """Per video (named by its path under ``root``; None: its file name), its figure's standing
-    height in pixels, and far (under synth.FAR of the frame's height) or near; its colour's
-    distance from the background band it stands in (``Scene.figure_contrast``, grey levels), and
-    low (under LOW_CONTRAST) or high: ``python -m models.evaluate ... --by figure --by
-    contrast`` (streams), ``python -m export.heldout ... --by figure`` (clips)."""
+    """Per video (named by its path under ``root``; None: its file name): its scene (an ``other``
+    clip's hard negative), its figure's standing height in pixels, and far (under synth.FAR of
+    the frame's height) or near; its colour's distance from the background band it stands in
+    (``Scene.figure_contrast``, grey levels), and low (under LOW_CONTRAST) or high: ``python -m
+    models.evaluate ... --by figure --by contrast`` (streams), ``python -m export.heldout ...
+    --by scene --by figure`` (clips)."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["video", "figure", "figure_px", "contrast", "contrast_gl"])
+        w.writerow(["video", "scene", "figure", "figure_px", "contrast", "contrast_gl"])
         for job in jobs:
             h = synth.SceneParams.sample(job.seed, job.preset).height
             c = _scene(job).figure_contrast
             name = job.path.relative_to(root).as_posix() if root else job.path.name
-            w.writerow([name, "far" if h < synth.FAR else "near", round(h * job.size[0]),
+            w.writerow([name, job.name, "far" if h < synth.FAR else "near", round(h * job.size[0]),
                         "low" if c < LOW_CONTRAST else "high", round(c, 1)])  # fmt: skip
 
 

@@ -137,6 +137,10 @@ def test_real_dataset_layout_split_and_pools(real_actions) -> None:
         assert _frames(root / rel) == scene.length
         assert int(facts[rel]["figure_px"]) == round(scene.figure_height)
         assert facts[rel]["figure"] == ("far" if scene.figure_height < 0.32 * SIZE[0] else "near")
+    # the scene of each clip: --by scene counts each hard negative of other apart
+    kinds = {facts[r]["scene"] for r in facts if r.startswith("other/")}
+    assert kinds == set(synth.HARD_NEGATIVES[:4])  # 4 clips: the first four in turn
+    assert all(facts[r]["scene"] == _scene_of(r) for r in facts)
 
 
 def _scene_of(rel: str) -> str:
