@@ -1,9 +1,9 @@
 """Write a still-posture set for pretraining: many scenes, each seen for three frames.
 
     python -m models.synthposes OUT [--per-class 3000] [--seed 0] [--jobs 2]
-                                [--as lying=lying:500,stand=other:100,...] [--far P]
+                                [--as lying=lying:500,stand=other:100,...] [--far P] [--frames N]
 
-Each clip is three consecutive frames of one ``real`` scene (``edge_hf.synth``, training
+Each clip is three (``--frames``) consecutive frames of one ``real`` scene (``edge_hf.synth``, training
 photographs only, every distractor) at a moment when the figure holds one of the postures
 ``POSTURES``: ``walk``, ``stand``, ``arm`` (an arm held out), ``lying``, ``sitting``, ``crouch``
 (bent down to the floor) and ``tilted`` (half-way down a fall or a lie-down). Every clip is
@@ -24,6 +24,10 @@ never saw). ``classes.txt`` then lists those labels.
 figure of the ``real`` preset) with probability P instead of the preset's ``synth.FAR_SHARE``,
 the rest of its scene as drawn (README: Thirty-second round). Without it, a seed writes the same
 clips as before.
+
+``--frames N`` writes N consecutive frames a clip instead of three, for a hyperframe that spans
+more (``--frames 7 --stride 2`` reads 13); a posture held for fewer frames than that stays at its
+last frame (a held pose: the figure does not move on).
 
 Exit codes: 0 done, 2 bad arguments, 3 scikit-image's photographs are missing.
 """
@@ -48,7 +52,7 @@ from edge_hf import synth
 from models import backgrounds
 from models.backgrounds import BackgroundError
 
-FRAMES = 3
+FRAMES = 3  # a clip's frames unless --frames
 SIZE = (180, 320)
 FPS = 25.0
 # posture -> (scenes that show it, their phase labels that are it, part of the phase to draw from)
@@ -61,6 +65,7 @@ POSTURES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[float, float]]
     "crouch": (("crouch", "pick_up"), ("crouch", "pick_up"), (0.35, 0.65)),
     "tilted": (("fall", "lie_down"), ("fall", "lie_down"), (0.3, 0.8)),
 }
+MAX_FRAMES = 64  # 2.5 s at 25 fps: longer is not a still posture
 MAX_PER_CLASS = 100_000  # seeds: 2 000 000 + seed * 1 000 000 + posture * 100 000 + k
 
 
@@ -71,6 +76,7 @@ class Job(NamedTuple):
     seed: int
     far: float | None = None  # chance of a far figure; None: the real preset's own draw
     pool: str = "train"  # a models.backgrounds.POOLS name
+    frames: int = FRAMES
 
 
 def _params(seed: int, far: float | None) -> synth.SceneParams:
@@ -100,16 +106,16 @@ def _write(job: Job) -> tuple[str, int, int, str] | None:
         return None
     s, e = spans[int(rng.integers(len(spans)))]
     lo, hi = s + int(a * (e - s)), s + int(b * (e - s))
-    first = int(rng.integers(lo, max(lo, hi - FRAMES + 1) + 1))
+    first = int(rng.integers(lo, max(lo, hi - job.frames + 1) + 1))
     rel = f"{job.posture}/v_{job.posture}_p{job.k:05d}.avi"
     frame = np.empty((*SIZE, 3), np.uint8)
     fourcc = cv2.VideoWriter_fourcc(*"MJPG")
     writer = cv2.VideoWriter(str(job.out / rel), fourcc, FPS, (SIZE[1], SIZE[0]))
-    for j in range(FRAMES):
+    for j in range(job.frames):
         scene.render(min(e, first + j), frame)
         writer.write(frame)
     writer.release()
-    return rel, 0, FRAMES - 1, job.posture
+    return rel, 0, job.frames - 1, job.posture
 
 
 def write_postures(
@@ -120,14 +126,16 @@ def write_postures(
     as_labels: dict[str, tuple[str, int]] | None = None,
     far: float | None = None,
     pool: str = "train",
+    frames: int = FRAMES,
 ) -> int:
     """Write the set; returns the number of clips. ``as_labels`` (posture: (label, clips)):
     only those postures, that many clips each, labelled so; ``far``: the chance of a far figure
-    (None: the real preset's); ``pool``: the photographs (``models.backgrounds``)."""
+    (None: the real preset's); ``pool``: the photographs (``models.backgrounds``); ``frames``:
+    each clip's frames."""
     plan = as_labels or {p: (p, per_class) for p in POSTURES}
     for p in plan:
         (out / p).mkdir(parents=True, exist_ok=True)
-    jobs = [Job(out, p, k, seed, far, pool) for p, (_, n) in plan.items() for k in range(n)]
+    jobs = [Job(out, p, k, seed, far, pool, frames) for p, (_, n) in plan.items() for k in range(n)]
     if workers <= 1:
         rows = [_write(j) for j in jobs]
     else:
@@ -187,15 +195,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--photos", choices=tuple(backgrounds.PHOTOS), default="train",
                     help="the training photographs as models.synthdata --photos: the nine, "
                     "in more forms, with poles painted on (default: %(default)s)")  # fmt: skip
+    ap.add_argument("--frames", type=int, default=FRAMES, metavar="N",
+                    help="frames a clip, for a hyperframe that reads more than three "
+                    "(T=7 stride 2: 13; default: %(default)s)")  # fmt: skip
     args = ap.parse_args(argv)
     if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
         ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")
     if args.far is not None and not 0.0 <= args.far <= 1.0:
         ap.error(f"--far must be a chance in 0..1, found {args.far}")
+    if not 1 <= args.frames <= MAX_FRAMES:
+        ap.error(f"--frames must be in 1..{MAX_FRAMES}, found {args.frames}")
     t0 = time.perf_counter()
     try:
         n = write_postures(args.out, args.per_class, args.seed, args.jobs, args.as_labels,
-                           args.far, backgrounds.PHOTOS[args.photos])  # fmt: skip
+                           args.far, backgrounds.PHOTOS[args.photos], args.frames)  # fmt: skip
     except BackgroundError as e:
         print(f"models.synthposes: error: {e}", file=sys.stderr)
         return 3

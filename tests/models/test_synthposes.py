@@ -128,3 +128,24 @@ def test_cli_varied_photos_draw_the_same_postures_on_other_backgrounds(tmp_path:
     assert sets["plain"].keys() == sets["varied"].keys() and len(sets["plain"]) >= 5
     differ = [not np.array_equal(sets["plain"][k][0], sets["varied"][k][0]) for k in sets["plain"]]
     assert sum(differ) >= 2  # scenes on a photograph draw another one (textures stay)
+
+
+def test_frames_writes_longer_clips_of_the_same_posture(tmp_path: Path) -> None:
+    """``--frames 13``: each clip 13 frames (a 7x2 hyperframe reads 13) labelled whole, loaded
+    as a dataset; bad counts refused, nothing written."""
+    r = run_module("models.synthposes", str(tmp_path / "p"), "--as", "lying=lying:2,crouch=other:2",
+                   "--frames", "13", "--jobs", "1")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "p" / "segments.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4 and {(r["start_frame"], r["end_frame"]) for r in rows} == {("0", "12")}
+    for row in rows:
+        cap = cv2.VideoCapture(str(tmp_path / "p" / row["video"]))
+        assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 13
+        cap.release()
+    ds = data.load(tmp_path / "p", val_fraction=0.5, test_fraction=0)
+    assert len(ds.train) + len(ds.val) == 4
+    for bad in ("0", "65"):
+        out = run_module("models.synthposes", str(tmp_path / "q"), "--frames", bad)
+        assert out.returncode == 2 and f"--frames must be in 1..64, found {bad}" in out.stderr
+        assert "Traceback" not in out.stderr and not (tmp_path / "q").exists()
