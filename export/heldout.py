@@ -155,7 +155,7 @@ def measure_files(
         "formats": rows,
     }
     if keys:
-        out["by"] = {"columns": list(by), "groups": groups(keys, logits, hf)}
+        out["by"] = {"columns": list(by), "groups": groups(keys, logits, hf, spec.classes)}
     ref = "openvino" if "openvino" in logits else "onnx"
     if "openvino-int8" in logits and ref in logits:
         out["int8"] = compare(hf, logits[ref], logits["openvino-int8"], video_level)
@@ -178,22 +178,26 @@ def facts_of(dataset: Path, by: tuple[str, ...], paths: list[Path]) -> list[tupl
 
 
 def groups(
-    keys: list[tuple[str, ...]], logits: dict[str, np.ndarray], hf: Hyperframes
+    keys: list[tuple[str, ...]],
+    logits: dict[str, np.ndarray],
+    hf: Hyperframes,
+    classes: tuple[str, ...],
 ) -> list[dict]:
-    """Per group of videos with the same ``keys`` (one per video, in video order): how many, and
-    how many each file calls right, each video by its windows' logits averaged."""
+    """Per group of videos with the same ``keys`` (one per video, in video order): how many, how
+    many each file calls right, each video by its windows' logits averaged, and what the first
+    file (FP32 before INT8) took its misses for (most first)."""
     hits = {n: _video_hits(lg, hf) for n, lg in logits.items()}
+    truth, called = _video_calls(logits[next(n for n in NAMES if n in logits)], hf)
     members: dict[tuple[str, ...], list[int]] = {}
     for i, key in enumerate(keys):
         members.setdefault(key, []).append(i)
-    return [
-        {
-            "values": list(k),
-            "videos": len(ix),
-            "right": {n: int(h[ix].sum()) for n, h in hits.items()},
-        }
-        for k, ix in sorted(members.items())
-    ]
+    out = []
+    for k, ix in sorted(members.items()):
+        wrong = np.bincount(called[ix][truth[ix] != called[ix]], minlength=len(classes))
+        taken = {classes[c]: int(wrong[c]) for c in np.argsort(-wrong, kind="stable") if wrong[c]}
+        right = {n: int(h[ix].sum()) for n, h in hits.items()}
+        out.append({"values": list(k), "videos": len(ix), "right": right, "taken_for": taken})
+    return out
 
 
 def _accuracy(
@@ -310,19 +314,21 @@ def _class_lines(formats: dict[str, dict]) -> list[str]:
 
 
 def _group_lines(by: dict) -> list[str]:
-    """Per group of videos: right of how many for each file."""
+    """Per group of videos: right of how many for each file, and what the first took the rest for."""
     names = list(by["groups"][0]["right"])
     out = [
         "",
         f"per video by {', '.join(by['columns'])}:",
         "",
-        f"| {', '.join(by['columns'])} | " + " | ".join(LABELS[n] for n in names) + " |",
-    ]
-    out.append("|---" * (len(names) + 1) + "|")
+        f"| {', '.join(by['columns'])} | " + " | ".join(LABELS[n] for n in names)
+        + f" | {LABELS[names[0]]} took the rest for |",
+    ]  # fmt: skip
+    out.append("|---" * (len(names) + 2) + "|")
     for g in by["groups"]:
         cells = [
             f"{g['right'][n]} / {g['videos']} ({g['right'][n] / g['videos']:.3f})" for n in names
         ]
+        cells.append(", ".join(f"{n} as {t}" for t, n in list(g["taken_for"].items())[:3]))
         out.append(f"| {', '.join(g['values'])} | " + " | ".join(cells) + " |")
     return out
 

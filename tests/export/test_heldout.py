@@ -189,9 +189,14 @@ def test_by_counts_top1_per_group_of_videos_alike_in_the_datasets_facts(
     for name, row in got["formats"].items():
         assert sum(g["right"][name] for g in by["groups"]) == round(12 * row["top1"])
     assert "per video by figure, contrast:" in r.stdout
+    misses: Counter = Counter()  # what FP32 took each group's misses for, summed: per class's
     for g in by["groups"]:
         right = g["right"]["onnx"]
         assert f"| {', '.join(g['values'])} | {right} / {g['videos']} (" in r.stdout
+        assert right + sum(g["taken_for"].values()) == g["videos"]
+        misses.update(g["taken_for"])
+    per_class = got["formats"]["onnx"]["per_class"].values()
+    assert misses == sum((Counter(c["taken_for"]) for c in per_class), Counter())
 
 
 def test_videos_the_model_was_trained_on_are_found_by_their_contents(
