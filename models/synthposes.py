@@ -3,8 +3,8 @@
     python -m models.synthposes OUT [--per-class 3000] [--seed 0] [--jobs 2]
                                 [--as lying=lying:500,stand=other:100,...] [--far P] [--frames N]
 
-Each clip is three (``--frames``) consecutive frames of one ``real`` scene (``edge_hf.synth``, training
-photographs only, every distractor) at a moment when the figure holds one of the postures
+Each clip is three (``--frames``) consecutive frames of one ``real`` scene (``edge_hf.synth``,
+training photographs only, every distractor) at a moment when the figure holds one of the postures
 ``POSTURES``: ``walk``, ``stand``, ``arm`` (an arm held out), ``lying``, ``sitting``, ``crouch``
 (bent down to the floor) and ``tilted`` (half-way down a fall or a lie-down). Every clip is
 another scene: the set shows a network thousands of backgrounds and figures in the time the
@@ -26,8 +26,8 @@ the rest of its scene as drawn (README: Thirty-second round). Without it, a seed
 clips as before.
 
 ``--frames N`` writes N consecutive frames a clip instead of three, for a hyperframe that spans
-more (``--frames 7 --stride 2`` reads 13); a posture held for fewer frames than that stays at its
-last frame (a held pose: the figure does not move on).
+more (``--frames 7 --stride 2`` reads 13); a clip stays inside the posture's phase of its scene
+(a phase shorter than N frames: its last frame repeats).
 
 Exit codes: 0 done, 2 bad arguments, 3 scikit-image's photographs are missing.
 """
