@@ -314,7 +314,7 @@ def _class_lines(formats: dict[str, dict]) -> list[str]:
 
 
 def _group_lines(by: dict) -> list[str]:
-    """Per group of videos: right of how many for each file, and what the first took the rest for."""
+    """Per group of videos: right of how many for each file; what the first took the rest for."""
     names = list(by["groups"][0]["right"])
     out = [
         "",
