@@ -57,6 +57,7 @@ class TrainConfig:
     action_motion: float = 0.0  # alert clips labelled whole: still windows under this are dropped
     action_top: float = 0.0  # alert clips labelled whole: the share of windows drawn (models.mil)
     backwards: bool = False  # alert windows played in reverse are taught as not the alert
+    reverse: tuple[str, ...] = ()  # more classes whose windows played in reverse are not them
     val_fraction: float = 0.25
     test_fraction: float = 0.2
     flip: str = "auto"
@@ -205,6 +206,9 @@ HELP = {
     "that class (a fall played backwards is someone getting up, which a folder of classes "
     "seldom holds; models/backwards.py), as one more equal share of the draws per alert class; "
     "for alerts that cannot happen backwards",
+    "reverse": "more classes (besides --backwards' alerts) whose windows played in reverse are "
+    "taught as not that class (a slow lie-down played backwards is someone getting up), one more "
+    "equal share of the draws each",
     "val_fraction": "part of the training videos held out to pick the epoch and stop",
     "test_fraction": "part of all videos held out as the test split (layouts without a test list)",
     "flip": "horizontal-flip labels: auto (flip.json, else pair left/right names), none, or a JSON file",
@@ -263,6 +267,8 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
             ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=text)
         elif f.name == "abnormal":
             ap.add_argument(flag, nargs="+", default=None, help=f"{text} (default: fall)")
+        elif f.name == "reverse":
+            ap.add_argument(flag, nargs="+", default=None, metavar="CLASS", help=text)
         elif f.name == "scales":
             ap.add_argument(flag, nargs="+", default=None, metavar="TxS[+O]", help=text)
         elif f.type == "tuple[float, float]":  # a range: the augmentation's

@@ -32,7 +32,7 @@ from tqdm import tqdm
 from edge_hf.spec import HyperframeSpec
 from models import backwards, bnstats, flips, soup
 from models import data as datasets
-from models.alerts import alert_names, spec_for, warn_about
+from models.alerts import alert_names, bare, named, spec_for, warn_about
 from models.augment import AugConfig
 from models.cache import FrameCache
 from models.choice import evaluate, whole_alerts
@@ -58,6 +58,15 @@ class Loaders(NamedTuple):
     alerts: tuple[int, ...]  # alert classes with validation clips labelled whole (models.choice)
 
 
+def reversed_classes(cfg: TrainConfig, ds: datasets.Dataset) -> frozenset[int]:
+    """The classes ``--reverse`` names (any case or separators), each one the dataset has."""
+    found = named(ds.classes, cfg.reverse)
+    if len(found) < len(set(map(bare, cfg.reverse))):
+        raise DataError(f"--reverse: expected classes of {ds.root} ({', '.join(ds.classes)}), "
+                        f"found {' '.join(cfg.reverse)}")  # fmt: skip
+    return frozenset(ds.classes.index(c) for c in found)
+
+
 def loaders(
     cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec, member: int = 0
 ) -> Loaders:
@@ -74,15 +83,15 @@ def loaders(
         )
     flip = flips.plan(cfg.flip, ds)
     aug = AugConfig(mode=cfg.aug, scale=cfg.crop_area, gain=cfg.contrast_gain)
+    back = (abnormal if cfg.backwards else frozenset()) | reversed_classes(cfg, ds)
     train = TrainSet(
-        windows(ds.train), cfg.samples_per_clip, aug,
-        flip.indices(ds.classes), cfg.seed + member, abnormal if cfg.backwards else frozenset(),
+        windows(ds.train), cfg.samples_per_clip, aug, flip.indices(ds.classes), cfg.seed + member,
+        back,
     )  # fmt: skip
     if train.backwards:
-        names = ", ".join(ds.classes[c] for c in sorted(abnormal))
-        log.info(
-            "alert windows also drawn backwards, taught as not the alert (--backwards): %s", names
-        )
+        names = ", ".join(ds.classes[c] for c in sorted(back))
+        log.info("windows also drawn backwards, taught as not their class (--backwards, "
+                 "--reverse): %s", names)  # fmt: skip
     kw = {"num_workers": cfg.workers, "persistent_workers": cfg.workers > 0, "collate_fn": collate}
     # training workers start afresh each epoch: they see its number and --action-top's choice
     train_kw = {**kw, "persistent_workers": False}
@@ -133,6 +142,7 @@ def prepare(cfg: TrainConfig, member: int = 0) -> Run:
     ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction, cfg.test_fraction)
     datasets.two_classes(ds)
     ds = datasets.add_training(ds, cfg.more_data, cfg.seed)
+    reversed_classes(cfg, ds)  # a class the data lacks: said before any work or folder
     pyramid = "-pyramid-" + "-".join(cfg.scales) if cfg.scales else ""
     name = cfg.name or f"{Path(cfg.data).name}-t{cfg.frames}s{cfg.stride}{pyramid}-{cfg.aug}"
     out = Path(cfg.out) / name
