@@ -58,6 +58,7 @@ class TrainConfig:
     action_top: float = 0.0  # alert clips labelled whole: the share of windows drawn (models.mil)
     backwards: bool = False  # alert windows played in reverse are taught as not the alert
     reverse: tuple[str, ...] = ()  # more classes whose windows played in reverse are not them
+    reverse_share: float = 1.0  # of each such class's second share, drawn backwards
     val_fraction: float = 0.25
     test_fraction: float = 0.2
     flip: str = "auto"
@@ -111,6 +112,7 @@ class TrainConfig:
             (0 <= self.action_motion < 1, "action_motion", "a fraction in [0, 1) (0: off)"),
             (0 <= self.action_top < 1, "action_top", "a fraction in [0, 1) (0: off)"),
             (0 <= self.test_fraction < 1, "test_fraction", "a fraction in [0, 1)"),
+            (0 < self.reverse_share <= 1, "reverse_share", "a fraction in (0, 1]"),
         ]
         if self.scales:  # the spec's own check, at start-up: frames per scale, first stride
             try:
@@ -209,6 +211,9 @@ HELP = {
     "reverse": "more classes (besides --backwards' alerts) whose windows played in reverse are "
     "taught as not that class (a slow lie-down played backwards is someone getting up), one more "
     "equal share of the draws each",
+    "reverse_share": "the part of each --backwards or --reverse class's second share drawn "
+    "backwards, spread evenly over the epoch; the rest of that share is drawn forwards (more of "
+    "the class as it is), so a class that pays for its reversal can keep its own draws",
     "val_fraction": "part of the training videos held out to pick the epoch and stop",
     "test_fraction": "part of all videos held out as the test split (layouts without a test list)",
     "flip": "horizontal-flip labels: auto (flip.json, else pair left/right names), none, or a JSON file",

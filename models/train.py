@@ -86,12 +86,13 @@ def loaders(
     back = (abnormal if cfg.backwards else frozenset()) | reversed_classes(cfg, ds)
     train = TrainSet(
         windows(ds.train), cfg.samples_per_clip, aug, flip.indices(ds.classes), cfg.seed + member,
-        back,
+        back, cfg.reverse_share,
     )  # fmt: skip
     if train.backwards:
         names = ", ".join(ds.classes[c] for c in sorted(back))
+        share = "" if cfg.reverse_share == 1 else f" ({cfg.reverse_share:g} of a share each)"
         log.info("windows also drawn backwards, taught as not their class (--backwards, "
-                 "--reverse): %s", names)  # fmt: skip
+                 "--reverse): %s%s", names, share)  # fmt: skip
     kw = {"num_workers": cfg.workers, "persistent_workers": cfg.workers > 0, "collate_fn": collate}
     # training workers start afresh each epoch: they see its number and --action-top's choice
     train_kw = {**kw, "persistent_workers": False}

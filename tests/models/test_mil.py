@@ -88,12 +88,15 @@ def test_reverse_draws_more_classes_backwards_and_refuses_ones_the_data_lacks(
     tiny_actions: Path, tmp_path: Path
 ):
     """``--reverse lie-down``: a class that is no alert is drawn backwards too (a slow lie-down
-    played backwards is a get-up), named as the user likes; a class the data lacks is exit 2."""
+    played backwards is a get-up), named as the user likes, half its second share with
+    ``--reverse-share 0.5``; a class the data lacks is exit 2."""
     r = train("--data", str(tiny_actions), "--name", "rev", "--epochs", "1", "--reverse",
-              "Lie-Down", "--no-backwards", tmp=tmp_path)  # fmt: skip
+              "Lie-Down", "--no-backwards", "--reverse-share", "0.5", tmp=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
-    assert "taught as not their class (--backwards, --reverse): lie_down\n" in r.stderr
-    assert (tmp_path / "runs" / "rev" / "best.pt").is_file()
+    said = "taught as not their class (--backwards, --reverse): lie_down (0.5 of a share each)\n"
+    assert said in r.stderr
+    metrics = json.loads((tmp_path / "runs" / "rev" / "metrics.json").read_text())
+    assert metrics["config"]["reverse_share"] == 0.5
     bad = train("--data", str(tiny_actions), "--reverse", "lie_down", "get_up", tmp=tmp_path)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert "--reverse: expected classes of" in bad.stderr and "found lie_down get_up" in bad.stderr

@@ -27,6 +27,10 @@ from tests.conftest import run_module
             "crop_area: expected LO HI with 0.1 <= LO <= HI <= 4",
         ),
         (["--data", "x", "--contrast-gain", "0", "1"], "contrast_gain: expected LO HI"),
+        (
+            ["--data", "x", "--reverse-share", "0"],
+            "reverse_share: expected a fraction in (0, 1], found 0.0",
+        ),
     ],
 )
 def test_bad_config(argv, message):
