@@ -212,8 +212,8 @@ HELP = {
     "taught as not that class (a slow lie-down played backwards is someone getting up), one more "
     "equal share of the draws each",
     "reverse_share": "the part of each --backwards or --reverse class's second share drawn "
-    "backwards, spread evenly over the epoch; the rest of that share is drawn forwards (more of "
-    "the class as it is), so a class that pays for its reversal can keep its own draws",
+    "backwards, spread evenly over the epoch; the rest of that share is drawn forwards from "
+    "every class in turn (1: the whole share backwards)",
     "val_fraction": "part of the training videos held out to pick the epoch and stop",
     "test_fraction": "part of all videos held out as the test split (layouts without a test list)",
     "flip": "horizontal-flip labels: auto (flip.json, else pair left/right names), none, or a JSON file",

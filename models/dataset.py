@@ -156,7 +156,8 @@ class TrainSet(Dataset):
     label many clips carry (``other``: lying, sitting) does not outweigh the actions. Each label
     in ``backwards`` has a second share: its windows played in reverse, labelled ``-1 - label``
     ("not that label", models.backwards); ``back_share`` of that share, spread evenly over the
-    epoch, the rest drawn forwards."""
+    epoch, the rest drawn forwards from every label in turn (more of the reversed label alone
+    would tilt the model towards it)."""
 
     def __init__(
         self,
@@ -199,12 +200,15 @@ class TrainSet(Dataset):
 
     def share(self, i: int) -> tuple[int, bool]:
         """Which label's share sample ``i`` is drawn from (its place among the labels), and
-        whether it is drawn backwards (``back_share`` of its second share's rounds)."""
+        whether it is drawn backwards (``back_share`` of a second share's rounds)."""
         rounds, k = divmod(i, len(self.where) + len(self.backwards))
         if k < len(self.where):
             return k, False
         f = self.back_share  # round m is backwards when the running count of f steps up
-        return self.backwards[k - len(self.where)], int((rounds + 1) * f) > int(rounds * f)
+        if int((rounds + 1) * f) > int(rounds * f):
+            return self.backwards[k - len(self.where)], True
+        ahead = rounds - int((rounds + 1) * f)  # the rest: every label in turn, none favoured
+        return ahead % len(self.where), False
 
     def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
         c, j, rng = self.draw(i)
