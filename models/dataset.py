@@ -204,11 +204,10 @@ class TrainSet(Dataset):
         rounds, k = divmod(i, len(self.where) + len(self.backwards))
         if k < len(self.where):
             return k, False
-        f = self.back_share  # round m is backwards when the running count of f steps up
-        if int((rounds + 1) * f) > int(rounds * f):
+        back = int((rounds + 1) * self.back_share)  # backwards rounds so far, this one included
+        if back > int(rounds * self.back_share):  # the running count stepped up: backwards
             return self.backwards[k - len(self.where)], True
-        ahead = rounds - int((rounds + 1) * f)  # the rest: every label in turn, none favoured
-        return ahead % len(self.where), False
+        return (rounds - back) % len(self.where), False  # the rest: every label in turn
 
     def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
         c, j, rng = self.draw(i)
