@@ -27,7 +27,6 @@ class AugConfig:
     flip: float = 0.5  # probability of a horizontal flip (when the dataset allows flips)
     brightness: float = 0.2  # +- fraction of full scale
     gain: tuple[float, float] = (0.8, 1.2)  # contrast gain, drawn uniformly
-    out: tuple[int, int] = (0, 0)  # (H, W) of the augmented frames; (0, 0): the frames' own
 
 
 @dataclass(frozen=True)
@@ -106,14 +105,10 @@ def augment(
     """``frames`` [T, H, W, 3] uint8 -> a new augmented array and the (possibly flipped) label.
     ``flip_map`` None forbids flips; otherwise a flip turns ``label`` into ``flip_map.get(label,
     label)``, and a -1 there forbids flipping samples of that class (see models.flips)."""
-    t, h, w, _ = frames.shape
-    oh, ow = cfg.out if cfg.out[0] else (h, w)
     if cfg.mode == "none":
-        if (oh, ow) == (h, w):
-            return np.array(frames), label
-        small = [cv2.resize(f, (ow, oh), interpolation=cv2.INTER_AREA) for f in frames]
-        return np.stack(small), label
-    out = np.empty((t, oh, ow, frames.shape[3]), frames.dtype)
+        return np.array(frames), label
+    t, h, w, _ = frames.shape
+    out = np.empty_like(frames)
     can_flip = flip_map is not None and flip_map.get(label, label) >= 0
     draws = [draw(rng, h, w, cfg, can_flip)]
     if cfg.mode == "per-frame":

@@ -34,8 +34,6 @@ class TrainConfig:
     scales: tuple[str, ...] = ()  # a temporal pyramid: "TxS" or "TxS+O" per input (models.model)
     size: int = 160
     width: int = 0  # input width; 0: size (square)
-    train_size: int = 0  # training windows this many pixels high, the last epochs aside; 0: size
-    full_size_epochs: int = 2  # with train_size: the last epochs, trained at size
     batch: int = 32
     epochs: int = 10
     optimizer: str = "adamw"  # or "sgd" (momentum 0.9, as in the seed)
@@ -89,12 +87,6 @@ class TrainConfig:
             ),
             (self.width == 0 or self.width >= 16, "width", "0 (square) or pixels >= 16"),
             (
-                self.train_size == 0 or 16 <= self.train_size <= self.size,
-                "train_size",
-                f"0 (--size) or pixels from 16 to --size ({self.size})",
-            ),
-            (self.full_size_epochs >= 0, "full_size_epochs", "a whole number of epochs >= 0"),
-            (
                 self.epochs >= 1 and self.batch >= 1 and self.samples_per_clip >= 1,
                 "epochs/batch/samples_per_clip",
                 ">= 1",
@@ -140,19 +132,6 @@ class TrainConfig:
         """The input's (H, W): frames are squashed to it."""
         return self.size, self.width or self.size
 
-    @property
-    def train_hw(self) -> tuple[int, int]:
-        """The (H, W) of the training windows before the last ``full_size_epochs``: ``train_size``
-        high, ``hw``'s aspect; (0, 0): ``hw`` throughout."""
-        if not self.train_size or self.train_size == self.size:
-            return 0, 0
-        return self.train_size, round(self.hw[1] * self.train_size / self.size)
-
-    @property
-    def small_epochs(self) -> int:
-        """How many epochs, from the first, train at ``train_hw``."""
-        return max(0, self.epochs - self.full_size_epochs) if self.train_hw[0] else 0
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -186,11 +165,6 @@ HELP = {
     "squashed to it, whole: no crop)",
     "width": "input width in pixels (0: --size, square); e.g. --size 144 --width 256 keeps a "
     "16:9 camera's aspect",
-    "train_size": "train on windows this many pixels high (the width in proportion), smaller "
-    "than --size, until the last --full-size-epochs, which train at --size: cheaper steps, more "
-    "epochs in the same time; validation, test and export stay at --size; 0: --size throughout",
-    "full_size_epochs": "with --train-size: the last epochs, trained at --size (the network "
-    "settles at the size it runs at)",
     "batch": "samples per training step",
     "epochs": "at most this many epochs (the cosine schedule spans them)",
     "optimizer": "adamw or sgd (momentum 0.9)",

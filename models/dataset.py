@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from dataclasses import replace
 
 import numpy as np
 import torch
@@ -158,8 +157,7 @@ class TrainSet(Dataset):
     in ``backwards`` has a second share: its windows played in reverse, labelled ``-1 - label``
     ("not that label", models.backwards); ``back_share`` of that share, spread evenly over the
     epoch, the rest drawn forwards from every label in turn (more of the reversed label alone
-    would tilt the model towards it). The first ``small_epochs`` epochs augment to ``aug.out``
-    (``--train-size``), the rest to the frames' own size."""
+    would tilt the model towards it)."""
 
     def __init__(
         self,
@@ -170,10 +168,8 @@ class TrainSet(Dataset):
         seed: int,
         backwards: frozenset[int] = frozenset(),
         back_share: float = 1.0,
-        small_epochs: int = 0,
     ) -> None:
         self.w, self.aug, self.flip, self.seed = w, aug, flip, seed
-        self.full, self.small_epochs = replace(aug, out=(0, 0)), small_epochs
         self.back_share = back_share
         self.epoch = 0
         where: dict[int, list[tuple[int, np.ndarray]]] = {}  # label: [(clip, window indices)]
@@ -220,7 +216,7 @@ class TrainSet(Dataset):
             self.w.window(c, int(self.w.starts[c][j]), back),
             int(self.w.labels[c][j]),
             rng,
-            self.aug if self.epoch < self.small_epochs else self.full,
+            self.aug,
             self.flip,
         )
         return frames, -1 - label if back else label

@@ -82,15 +82,12 @@ def loaders(
             f"a larger --val-fraction (now {cfg.val_fraction})"
         )
     flip = flips.plan(cfg.flip, ds)
-    aug = AugConfig(mode=cfg.aug, scale=cfg.crop_area, gain=cfg.contrast_gain, out=cfg.train_hw)
+    aug = AugConfig(mode=cfg.aug, scale=cfg.crop_area, gain=cfg.contrast_gain)
     back = (abnormal if cfg.backwards else frozenset()) | reversed_classes(cfg, ds)
     train = TrainSet(
         windows(ds.train), cfg.samples_per_clip, aug, flip.indices(ds.classes), cfg.seed + member,
-        back, cfg.reverse_share, cfg.small_epochs,
+        back, cfg.reverse_share,
     )  # fmt: skip
-    if cfg.small_epochs:
-        log.info("training windows at %dx%d px through epoch %d, then at %dx%d (--train-size)",
-                 *cfg.train_hw, cfg.small_epochs, *cfg.hw)  # fmt: skip
     if train.backwards:
         names = ", ".join(ds.classes[c] for c in sorted(back))
         share = "" if cfg.reverse_share == 1 else f" ({cfg.reverse_share:g} of a share each)"

@@ -115,17 +115,3 @@ def test_zoom_out_boxes_cover_the_frame_on_each_side_they_overhang():
         y, x, bh, bw = d.box
         assert bh * bw > 48 * 64 and d.alpha == 0.5
         assert min(0, 48 - bh) <= y <= max(0, 48 - bh) and min(0, 64 - bw) <= x <= max(0, 64 - bw)
-
-
-def test_a_smaller_output_keeps_the_draw_and_the_sync():
-    """``AugConfig.out``: the augmented frames come out at that (H, W), every frame the same
-    crop, flip and colour; the box is drawn on the frames' own size, so the same draw at the
-    full size, shrunk, is the small output."""
-    frames = same_frames(3)
-    for seed in range(10):
-        small, _ = augment(frames, 0, np.random.default_rng(seed), AugConfig(out=(24, 32)), {})
-        full, _ = augment(frames, 0, np.random.default_rng(seed), AugConfig(), {})
-        assert small.shape == (3, 24, 32, 3) and small.dtype == np.uint8
-        assert all(np.array_equal(small[0], f) for f in small[1:])
-        shrunk = full[0].reshape(24, 2, 32, 2, 3).mean(axis=(1, 3))
-        assert np.abs(shrunk - small[0]).mean() < 30  # the same view (4-23); another draw: 40-56

@@ -146,19 +146,3 @@ def test_alert_clips_labelled_whole_keep_the_windows_that_move(tmp_path: Path):
         w = Windows(ds.train, cache, (Scale(3, 1),), "video", frozenset({FALL}), motion)
         assert w.starts[w.video.index(FALL)].tolist() == kept
         assert w.starts[w.video.index(OTHER)].tolist() == list(range(38))
-
-
-def test_train_size_shrinks_the_windows_of_the_first_epochs_only(tmp_path: Path):
-    """``--train-size``: the first ``small_epochs`` epochs draw windows at ``aug.out`` (the same
-    crop and colour draw, only fewer pixels), the later ones at the cached size."""
-    w = _windows(tmp_path)
-    for mode in ("sync", "none"):
-        ts = TrainSet(w, 4, AugConfig(mode=mode, out=(8, 12)), {}, seed=0, small_epochs=2)
-        for epoch, shape in ((0, (3, 8, 12, 3)), (1, (3, 8, 12, 3)), (2, (3, 16, 16, 3))):
-            ts.epoch = epoch
-            assert {ts[i][0].shape for i in range(len(ts))} == {shape}, (mode, epoch)
-    big = TrainSet(w, 4, AugConfig(mode="none"), None, seed=0, small_epochs=2)
-    small = TrainSet(w, 4, AugConfig(mode="none", out=(8, 8)), None, seed=0, small_epochs=2)
-    frames, label = big[0]
-    assert small[0][1] == label  # the same window, at half the size: its mean level kept
-    assert abs(float(small[0][0].mean()) - float(frames.mean())) < 1.0

@@ -302,16 +302,10 @@ def test_run_epoch_updates_the_average_after_every_step():
 
 def test_a_wide_input_trains_exports_and_runs(tiny_actions: Path, tiny_streams: Path, tmp_path):
     """--width keeps a camera's aspect: the spec, the cache, the export's data and the runtime's
-    evaluation all see 48 x 80 frames. ``--train-size 24`` trains the first epoch on 24 x 40
-    windows (the aspect kept) and the last at 48 x 80; the model it keeps is still 48 x 80."""
+    evaluation all see 48 x 80 frames."""
     r = train("--data", str(tiny_actions), "--size", "48", "--width", "80", "--name", "w",
-              "--epochs", "2", "--train-size", "24", "--full-size-epochs", "1",
               tmp=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
-    said = "training windows at 24x40 px through epoch 1, then at 48x80 (--train-size)\n"
-    assert said in r.stderr
-    config = json.loads((tmp_path / "runs" / "w" / "metrics.json").read_text())["config"]
-    assert (config["train_size"], config["full_size_epochs"]) == (24, 1)
     ckpt = tmp_path / "runs" / "w" / "best.pt"
     assert HyperframeSpec.from_json(torch.load(ckpt, weights_only=True)["spec"]).size == (48, 80)
     out = tmp_path / "export"
@@ -328,15 +322,6 @@ def test_a_wide_input_trains_exports_and_runs(tiny_actions: Path, tiny_streams: 
 def test_a_width_under_16_is_refused():
     with pytest.raises(DataError, match=r"width: expected 0 \(square\) or pixels >= 16, found 8"):
         parse(["--data", "x", "--width", "8"])
-
-
-def test_a_train_size_above_the_size_is_refused_and_off_by_default():
-    message = r"train_size: expected 0 \(--size\) or pixels from 16 to --size \(96\), found 128"
-    with pytest.raises(DataError, match=message):
-        parse(["--data", "x", "--size", "96", "--train-size", "128"])
-    assert parse(["--data", "x"]).small_epochs == 0  # 0: --size throughout
-    cfg = parse(["--data", "x", "--size", "144", "--width", "256", "--train-size", "72"])
-    assert cfg.train_hw == (72, 128) and cfg.small_epochs == cfg.epochs - 2
 
 
 def test_no_alert_class_is_said_with_the_fix(one_epoch: Path, tiny_actions: Path, tmp_path: Path):
