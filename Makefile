@@ -1,5 +1,5 @@
 # The two commands in the README: `make demo` and `make test`. Each sets up what it needs.
-.PHONY: setup setup-train demo test lint bench demo-model export experiment
+.PHONY: setup setup-train demo test lint bench wheel-check demo-model export experiment
 
 setup:
 	@bash scripts/setup.sh openvino
@@ -17,6 +17,12 @@ test: setup-train lint
 lint: setup-train
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+
+# The wheel as a user installs it: built from the tracked files, installed (not editable) into a
+# fresh venv outside the checkout, and run there: --version, info, the demo with stdout, MQTT
+# and HTTP on; no torch (scripts/wheel_check.py, about a minute).
+wheel-check: setup-train
+	.venv/bin/python scripts/wheel_check.py
 
 # The latency, memory and CPU gates (README "Performance"); JSON record in bench/results/.
 bench: setup-train

@@ -35,7 +35,10 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from edge_hf import config
 
+    from edge_hf import __version__
+
     p = _Parser(prog="edge-hf", description="Hyperframe video alerts on cheap hardware.")
+    p.add_argument("--version", action="version", version=f"edge-hf {__version__}")
     _log_level_flag(p, None)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 

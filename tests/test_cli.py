@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import time
+from importlib import metadata
 from pathlib import Path
 
 import onnx
 import pytest
 
+import edge_hf
 from tests.conftest import run_cli, save_model, start_cli
 
 EVENT_KEYS = {"event", "id", "camera", "label", "score", "peak", "frame", "time"}
@@ -32,6 +34,12 @@ def test_run_on_a_clip_prints_fall_events_as_json_lines(fall_clip: Path):
     assert any(651 <= e["frame"] <= 680 for e in starts), starts
     assert "Traceback" not in r.stderr
     assert "porch: 700 frames" in r.stderr
+
+
+def test_version_is_the_package_s():
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"edge-hf {edge_hf.__version__}", r
+    assert edge_hf.__version__ == metadata.version("edge-hf")  # the wheel's, read from the code
 
 
 def test_info_prints_the_spec(tmp_path: Path):

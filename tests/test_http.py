@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+import edge_hf
 from edge_hf.alerts import Event
 from edge_hf.errors import SinkError
 from edge_hf.health import LATENCY_BUCKETS, CameraCounters, Counters, Health
@@ -178,6 +179,7 @@ def test_api_status_shows_open_alerts_and_the_page_is_served(served):
     status = json.loads(get(port, "/api/status")[1])
     (cam,) = status["cameras"]
     assert cam["name"] == "porch" and cam["open_alerts"] == ["fall"] and cam["connected"]
+    assert status["version"] == edge_hf.__version__
     assert status["health"]["ok"] and set(status["inference"]) == {"runs", "p50_ms", "p95_ms"}
     sink.emit(Event("end", start.id, "porch", "fall", 0.9, 0.9, 5, time.time()))
     assert json.loads(get(port, "/api/status")[1])["cameras"][0]["open_alerts"] == []

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from edge_hf import __version__
 from edge_hf.sinks.mqtt.spool import Spool
 from tests.broker import Mosquitto, Subscriber, have_mosquitto, have_openssl, make_certs, retained
 from tests.conftest import EdgeHF, run_cli
@@ -31,6 +32,7 @@ CAMERA = {"fps": float, "processed_fps": float, "frames": int, "processed": int,
           "reconnects": int, "connected": bool}  # fmt: skip
 STATS = {
     "time": str,
+    "version": str,
     "cameras": {"demo": CAMERA},
     "inference": {"runs": int, "p50_ms": float, "p95_ms": float},
     "spool": {"depth": int, "bytes": int, "dropped": int, "in_memory": int, "rejected": int},
@@ -118,6 +120,7 @@ def test_1_events_availability_state_and_stats_arrive_as_documented(tmp_path: Pa
     stats = [json.loads(p) for p in sub.payloads("site/a/stats")]
     for s in stats:
         check_schema(s, STATS, "stats")
+    assert stats[-1]["version"] == __version__
     assert stats[-1]["cameras"]["demo"]["fps"] > 0 and stats[-1]["inference"]["runs"] > 0
     assert "Traceback" not in run.stderr()
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from edge_hf import __version__
 from edge_hf._values import Option
 from edge_hf.alerts import Event
 from edge_hf.errors import SinkError, UsageError
@@ -144,6 +145,7 @@ class HttpSink:
             for name, r in rates["cameras"].items()
         ]
         return {
+            "version": __version__,
             "cameras": cameras,
             "inference": rates["inference"],
             "health": self.health()[1],

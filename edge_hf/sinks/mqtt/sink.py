@@ -37,6 +37,7 @@ import time
 from collections import deque
 from datetime import datetime, timezone
 
+from edge_hf import __version__
 from edge_hf.alerts import Event
 from edge_hf.errors import UsageError
 from edge_hf.health import RateMeter
@@ -350,4 +351,4 @@ class MqttSink:
         """The ``<prefix>/stats`` payload."""
         s = self.meter.report(self.run.counters())
         now = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-        return {"time": now, **s, **self.status()}
+        return {"time": now, "version": __version__, **s, **self.status()}
