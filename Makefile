@@ -1,4 +1,4 @@
-# The two commands in the README: `make demo` and `make test`. Each sets up what it needs.
+# The README's two commands: `make demo` and `make test`. Each sets up what it needs.
 .PHONY: setup setup-train demo test lint bench wheel-check demo-model export experiment
 
 setup:
@@ -24,22 +24,18 @@ lint: setup-train
 wheel-check: setup-train
 	.venv/bin/python scripts/wheel_check.py
 
-# The latency, memory and CPU gates (README "Performance"); JSON record in bench/results/.
+# The latency, memory and CPU gates (docs/performance.md); JSON record in bench/results/.
 bench: setup-train
 	@mkdir -p bench/results
 	.venv/bin/python -m pytest bench -q --benchmark-json=bench/results/bench.json \
 		$(BENCH_ARGS)
 
-# Rebuild the embedded demo model: realistic synthetic clips and stories, a second set of clips
-# (its training part only) and still postures (3.5 min), the realtime-cpu recipe from the posture
-# weights (README "Fourteenth round", with 1500 lying postures since the twentieth, from the
-# further-trained posture weights since the twenty-third; 18.7 min on the idle 2-core box),
-# then ONNX + OpenVINO INT8 with their report and model card into edge_hf/assets/demo (about 6
-# min: 1000 calibration hyperframes and NNCF's accuracy control, --max-drop 0.01, judged with the
-# wait for lying on 560 clips of another seed, --tune; the files also measured on 560 clips of a
-# third seed, --held-out). The embedded model was trained before --backwards and --soup joined
-# the recipe, so this command turns them off (tests/test_demo_model.py checks that this command
-# trains with the shipped report's settings).
+# Rebuild the embedded demo model (models/recipes/demo.toml; docs/training.md): realistic
+# synthetic clips and stories, a second set of clips (its training part only) and still postures
+# (about 5 min), the demo recipe (about 20 min on the idle 2-core box), then ONNX + OpenVINO INT8
+# with their report and model card into edge_hf/assets/demo (about 6 min: accuracy control and
+# the wait for lying chosen on 560 clips of another seed, the files also measured on 560 clips
+# of a third seed).
 demo-model: setup-train
 	.venv/bin/python -m models.synthdata runs/demo-data --clips-per-class 100 --train-streams 24 \
 		--stream-minutes 1 --seed 0 --clip-codec mjpeg
@@ -47,10 +43,9 @@ demo-model: setup-train
 		--clip-codec mjpeg
 	.venv/bin/python -m models.synthposes runs/demo-poses --seed 5 \
 		--as lying=lying:1500,stand=other:100,sitting=other:100,crouch=other:100,arm=hold:100
-	.venv/bin/python -m models.train --recipe realtime-cpu --data runs/demo-data \
+	.venv/bin/python -m models.train --recipe demo --data runs/demo-data \
 		--more-data runs/demo-data/train-streams runs/demo-poses:1 runs/demo-extra:1 \
-		--samples-per-clip 6 --epochs 20 --seed 0 --name demo --out runs --cache runs/demo-cache \
-		--pretrained models/weights/posture-ft8.pt --no-backwards --soup 1
+		--name demo --out runs --cache runs/demo-cache
 	.venv/bin/python -m models.synthdata runs/demo-tune --clips-per-class 80 --seed 12 \
 		--clip-codec mjpeg
 	.venv/bin/python -m models.synthdata runs/demo-heldout --clips-per-class 80 --seed 9 \

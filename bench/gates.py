@@ -2,8 +2,8 @@
 
 A figure is a ratio (or a size) measured in one run, in interleaved rounds: the median round
 deciding (for the end-to-end figures the median of per-round ratios, each round's run against
-the parts measured just before it; README: why not each part's best round). The **goal** is what a healthy build reaches on a quiet box; it is printed, stored in
-the benchmark JSON's ``extra_info`` and shown in the README. The **gate** fails the run; its margin
+the parts measured just before it; docs/performance.md). The **goal** is what a healthy build reaches on a quiet box; it is printed, stored in
+the benchmark JSON's ``extra_info`` and shown in docs/performance.md. The **gate** fails the run; its margin
 lets a healthy build pass on this 2-core VM at load average 3 while the regression it guards
 (``INJECT`` below) still fails it.
 
@@ -14,7 +14,7 @@ through ``python -m bench.inject``), to show each gate can fail:
 - ``hyperframe-copy``: a copy of the hyperframe's frame ring for every decoded frame;
 - ``frame-copy``: a fresh copy of every decoded full-size frame (what ``cap.read()`` without a
   reused buffer costs);
-- ``decode-all``: every frame retrieved and resized, needed or not (at hop 5: see the README on
+- ``decode-all``: every frame retrieved and resized, needed or not (at hop 5: see docs/performance.md on
   why no timing gate sees it with OpenCV's FFmpeg reader, and the test that does);
 - ``area-resize``: the seed's resize, INTER_AREA from the full frame (~2 ms a 576p frame, against
   0.06 ms for the spec's linear);
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 SEED_LIKE = "frame-copy,area-resize,float-input,dict-call,decode-all"
-# figure -> (goal, gate, the injected regression meant to fail it (README: which ones did), what)
+# figure -> (goal, gate, the injected regression meant to fail it (docs/performance.md: which ones did), what)
 GATES: dict[str, tuple[float, float, str, str]] = {
     "e2e_hop1": (1.15, 1.6, "area-resize", "end to end / (decode + limit), hop 1, median round"),
     "e2e_hop5": (1.15, 1.9, "area-resize", "end to end / (decode + limit/5), hop 5, median round"),

@@ -8,7 +8,7 @@ comes back, and the script prints the seconds from its return to the next frame 
 capture thread (``CapturePolicy()`` and ``SourceOptions()`` defaults, as ``edge-hf run`` uses
 them). An HTTP camera that goes away closes its connections (the reader sees the loss at once);
 an RTSP feed that stops is a stall (seen after ``--stall-timeout``, 10 s). Not a pytest bench: it
-takes a few minutes and its numbers are wall-clock times, quoted in the README.
+takes a few minutes and its numbers are wall-clock times, quoted in docs/runtime.md.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@
 
 Gates (bench/gates.py), over interleaved rounds: hop h / (decode + limit / h) in wall time and
 in CPU time (every thread of the process), the median of the rounds' ratios (each part's best
-round made the reference two lucky draws: a healthy run read 1.70, README); step / limit on the
+round made the reference two lucky draws: a healthy run read 1.70); step / limit on the
 10th percentile of single calls; and the frames decoded at hop 5 against those its hyperframes
 need. Both shipped demo models are measured: ONNX on onnxruntime, the INT8 IR on OpenVINO.
 """

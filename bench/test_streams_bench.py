@@ -1,7 +1,7 @@
 """Streams per box, the short sweep (bench/streams.py): 2 paced 720p25 H.264 cameras at hop 5,
 decode only against edge-hf with and without motion gating, 4 s each (about 20 s with the clips;
 ``-m "not sweep"`` leaves it out). The full sweep, N up to 32, is ``python -m bench.streams``
-(README "Many cameras")."""
+(docs/performance.md)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from edge_hf.spec import Then
 
 # Seconds of video a class stays quiet after an event ends: long enough that one fall never
 # raises two alerts, short enough that a second fall soon after (one getting up and falling
-# again) raises its own (README: Alerts).
+# again) raises its own (docs/results.md).
 DEFAULT_COOLDOWN = 5.0
 
 

@@ -33,9 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from edge_hf import config
-
-    from edge_hf import __version__
+    from edge_hf import __version__, config
 
     p = _Parser(prog="edge-hf", description="Hyperframe video alerts on cheap hardware.")
     p.add_argument("--version", action="version", version=f"edge-hf {__version__}")

@@ -87,11 +87,11 @@ CORE: tuple[Option, ...] = (
     Option("model.every",    "--every",             every,        1,       "run the model every N source frames"),
     Option("model.hz",       "--hz",                hz,           None,    "run the model about this many times a second"),
     Option("alerts.thresholds", "--threshold",      thresholds,   (),      "alert threshold for a class (default: the model's); repeatable", "append", "CLASS=P"),
-    Option("model.confirm",  "--confirm",           path,         None,    "two-stage mode: a second model (e.g. a temporal pyramid) that must confirm what --model screens (README: Two-stage alerts)", metavar="MODEL"),
+    Option("model.confirm",  "--confirm",           path,         None,    "two-stage mode: a second model (e.g. a temporal pyramid) that must confirm what --model screens (docs/runtime.md: two-stage alerts)", metavar="MODEL"),
     Option("alerts.screen",  "--screen-threshold",  thresholds,   (),      "two-stage mode: the screening model's score for a class that sends a hyperframe to --confirm (default: 0.5, or the alert threshold if lower); repeatable", "append", "CLASS=P"),
     Option("alerts.k_of_n",  "--k-of-n",            k_of_n,       (2, 3),  "start an alert when K of the last N scores pass", metavar="K/N"),
     Option("alerts.cooldown", "--cooldown",         cooldown,     DEFAULT_COOLDOWN, "seconds of quiet after an alert ends"),
-    Option("alerts.then",    "--then",              then_rules,   None,    "an alert class waits for a pose after it (a fall for lying) for up to SECONDS: CLASS=POSE[:P[:SECONDS]], or none (default: the model's; README: Alerts that wait for a pose); repeatable", "append", "CLASS=POSE"),
+    Option("alerts.then",    "--then",              then_rules,   None,    "an alert class waits for a pose after it (a fall for lying) for up to SECONDS: CLASS=POSE[:P[:SECONDS]], or none (default: the model's; docs/runtime.md); repeatable", "append", "CLASS=POSE"),
     Option("capture.fast",   "--fast",              boolean,      False,   "files and synth: as fast as possible, not at their fps", "bool"),
     Option("capture.loop",   "--loop",              boolean,      False,   "files: start again at the end", "bool"),
     Option("capture.stall_timeout", "--stall-timeout", stall_timeout, 10.0,    "reopen a source after this many seconds without a frame"),
@@ -100,10 +100,10 @@ CORE: tuple[Option, ...] = (
     Option("capture.decoder_threads", "--decoder-threads", decoder_threads, 1, "FFmpeg decoder threads per camera (0: one per core, per camera)"),
     Option("model.batch",    "--batch",             batch,        8,       "hyperframes of different cameras scored in one model call, at most"),
     Option("model.batch_wait", "--batch-wait",      batch_wait,   0.004,   "seconds a ready hyperframe may wait for other cameras' to join its call"),
-    Option("motion.enabled", "--motion",            boolean,      False,   "skip the model on still windows (README: Many cameras)", "bool"),
+    Option("motion.enabled", "--motion",            boolean,      False,   "skip the model on still windows (docs/runtime.md: motion gating)", "bool"),
     Option("motion.threshold", "--motion-threshold", share,       0.01,    "share of the picture that must change to count as motion"),
     Option("motion.max_skip", "--motion-max-skip",  max_skip,     2.0,     "seconds: on a still scene the model still runs this often"),
-    Option("snapshots.enabled", "--snapshots",     boolean,      False,   "a JPEG of the frame at every alert's start, named in the event (README: Snapshots)", "bool"),
+    Option("snapshots.enabled", "--snapshots",     boolean,      False,   "a JPEG of the frame at every alert's start, named in the event (docs/runtime.md: snapshots)", "bool"),
     Option("snapshots.dir",  "--snapshot-dir",      path,         None,    "where snapshots go (default: the state directory's snapshots/)"),
     Option("snapshots.max_count", "--snapshot-max-count", max_rows, 200,  "snapshots kept; the oldest go first"),
     Option("snapshots.max_bytes", "--snapshot-max-bytes", max_bytes, 64 * 1024 * 1024, "bytes of snapshots kept; the oldest go first"),
@@ -290,7 +290,7 @@ def _camera_passwords(
         if place == "--camera" and password_on_command_line(src):
             log.warning(
                 "--camera %s: a password on the command line can be read by every user of this "
-                "machine (ps); put it in $%s or a credential file instead (see README)",
+                "machine (ps); put it in $%s or a credential file instead (docs/runtime.md: camera passwords)",
                 mask_url(src),
                 env_name(name),
             )

@@ -1,4 +1,4 @@
-"""Our error types. Each carries the CLI exit code it maps to (documented in the README).
+"""Our error types. Each carries the CLI exit code it maps to (the README's exit code table).
 
 Anything a user supplied that is wrong raises one of these; the CLI prints its message as one
 line on stderr and exits with its code. Any other exception is a bug and keeps its traceback.

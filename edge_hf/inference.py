@@ -9,7 +9,7 @@ turn, and a slow or silent camera holds nobody up for longer than ``wait``. Rows
 their cameras by position (``rows[r]`` is row ``r``'s camera).
 
 Why one batch-N call, not several requests in flight: measured on the 2-core box this was built
-on with the demo model (``python -m bench.batching``; README "Many cameras"), a batch of 8 costs
+on with the demo model (``python -m bench.batching``; docs/performance.md), a batch of 8 costs
 less CPU per hyperframe than batch 1 on both engines (OpenVINO INT8 0.83 against 0.94 ms,
 onnxruntime 1.18 against 1.30 ms, which also runs 1.8 times as many a second in one thread).
 Requests in flight (OpenVINO's AsyncInferQueue with the THROUGHPUT hint and 2 streams,

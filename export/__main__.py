@@ -2,8 +2,7 @@
 
     python -m export runs/NAME/best.pt --formats onnx,openvino,openvino-int8 \\
         [--calib DATASET] [--out DIR] [--force] [--fp16] [--max-drop X] [--threshold CLASS=P]
-        [--subset-size N] [--preset mixed|performance] [--ranges auto|minmax|mean-minmax|quantile|nncf]
-        [--held-out DATASET] [--tune DATASET]
+        [--subset-size N] [--keep-float GROUPS] [--held-out DATASET] [--tune DATASET]
 
 Writes DIR (default: ``export/`` beside the checkpoint) with the model files, ``report.json``
 and ``MODEL_CARD.md``, all or nothing. Errors are one line on stderr with an exit code:
@@ -65,19 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fp16", action="store_true", help="openvino: store FP16 weights")
     p.add_argument("--max-drop", type=float, help="openvino-int8: accuracy control, e.g. 0.01")
     p.add_argument("--subset-size", type=int, help="openvino-int8: calibration hyperframes (1000)")
-    p.add_argument("--preset", choices=["mixed", "performance"], help="openvino-int8 (mixed)")
-    p.add_argument(
-        "--ranges",
-        choices=["auto", "minmax", "mean-minmax", "quantile", "nncf"],
-        help="openvino-int8: activation ranges over the calibration set (auto: minmax, quantile "
-        "and nncf each tried, the one whose INT8 alerts where FP32 does on the validation "
-        "split kept; nncf: NNCF's own choice per quantizer; see README)",
-    )
-    p.add_argument(
-        "--overflow-fix",
-        choices=["enable", "first_layer_only", "disable"],
-        help="openvino-int8: 7-bit weights where CPUs without VNNI would saturate (see README)",
-    )
     p.add_argument(
         "--keep-float",
         help="openvino-int8: leave layer groups in float, comma-separated from stem, se, head; "
@@ -98,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="an alert class waits for a pose after it, written into the spec: "
         "CLASS=POSE[:P[:SECONDS]], or none (default: a model with a lying class alerts on "
         "fall once lying follows, at a score (0.2 to 0.5) and within seconds (0.4 to 1) chosen "
-        "for the model on its validation videos; README: Alerts that wait for a pose)",
+        "for the model on its validation videos; docs/export.md)",
     )
     p.add_argument("--repeats", type=int, default=100, help="timed runs per latency figure")
     p.add_argument(
@@ -106,16 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DATASET",
         help="also measure every file on every video of DATASET, a dataset of the same classes "
-        "the model never saw (python -m export.heldout; README: INT8 on a world the model never "
-        "saw); refused if it holds any of the training videos",
+        "the model never saw (python -m export.heldout; docs/evaluation.md); refused if it holds any of the training videos",
     )
     p.add_argument(
         "--tune",
         type=Path,
         metavar="DATASET",
-        help="choose INT8 (--ranges auto, --max-drop) and the wait for lying on every video of "
+        help="choose INT8 (its activation ranges, --max-drop) and the wait for lying on every video of "
         "DATASET, videos of the model's classes it never trained on, instead of the trainer's "
-        "validation split (README: INT8 chosen on more videos); refused if it holds training "
+        "validation split (docs/export.md); refused if it holds training "
         "videos or --held-out ones",
     )
     return p
@@ -141,21 +126,15 @@ def options(argv: list[str]):
         "--fp16": args.fp16,
         "--max-drop": args.max_drop is not None,
         "--subset-size": args.subset_size is not None,
-        "--preset": args.preset is not None,
-        "--ranges": args.ranges is not None,
         "--keep-float": args.keep_float is not None,
-        "--overflow-fix": args.overflow_fix is not None,
     }
     check_options(formats, given)
     if args.repeats < 1:
         raise UsageError(f"--repeats: expected >= 1, found {args.repeats}")
     quant = QuantOptions(
         subset_size=args.subset_size or QuantOptions.subset_size,
-        preset=args.preset or "mixed",
-        ranges=args.ranges or "auto",
         max_drop=args.max_drop,
         keep_float=_keep_float(args.keep_float),
-        overflow_fix=args.overflow_fix or "enable",
     )
     return ExportOptions(
         checkpoint=args.checkpoint,

@@ -155,7 +155,7 @@ LOSS_LIMIT = 0.01  # one point of top-1, per video or per window
 
 
 def _choice(c: dict | None) -> str:
-    """Why these ranges (``--ranges auto``): each candidate's alert agreement with FP32."""
+    """Why these ranges (export.ranges): each candidate's alert agreement with FP32."""
     if not c:
         return ""
     each = ", ".join(
@@ -177,7 +177,7 @@ def int8_advice(shipped: list[str]) -> str:
     )  # fmt: skip
     return (
         f"More than 1 point lost: deploy {fp32} instead, or export again with --max-drop "
-        "0.01 or another --ranges and check that the falls are still caught (python -m "
+        "0.01 (or --keep-float stem,se,head) and check that the falls are still caught (python -m "
         "models.evaluate MODEL STREAMS, python -m export.demo_check MODEL)."
     )
 

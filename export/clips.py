@@ -4,12 +4,10 @@ A folder of clips (a class per folder) has no long labelled streams to count fal
 on. Its validation clips still say something: through the runtime (the shipped file, its sampler,
 backend and the runtime's own alert logic at the spec's k of n and wait), how many clips of each
 class alert at the spec's threshold, how many of the alert class's clips alert when played
-backwards (a fall played backwards is someone getting up: README, Played backwards, not the
-alert), and the lowest threshold of ``models.events.GRID`` at which no clip of another class and
+backwards (a fall played backwards is someone getting up: models/backwards.py), and the lowest threshold of ``models.events.GRID`` at which no clip of another class and
 no reversed alert clip alerts, with the alert clips that still alert there. In the second world
 those quiet thresholds (0.85-0.95 over four seeds) cut the false alarms an hour on streams by 1.7
-to 6.3 times against 0.8, and caught fewer falls (README: What the alert does on the validation
-clips). It is a warning, not a choice: the export writes no threshold from it (``--threshold``
+to 6.3 times against 0.8, and caught fewer falls (docs/results.md). It is a warning, not a choice: the export writes no threshold from it (``--threshold``
 does).
 """
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from edge_hf.spec import HyperframeSpec
 from export.errors import DataError
-from models import alerts, bnstats
+from models import alerts
 from models import data as datasets
 from models.cache import DEFAULT_LIMIT_GB, FrameCache
 from models.dataset import EvalSet, Windows
@@ -168,9 +168,36 @@ def _take(es: EvalSet, relabel: np.ndarray) -> Hyperframes:
     )
 
 
+def motion(first: np.ndarray, last: np.ndarray) -> float:
+    """How much a hyperframe moves: mean absolute difference of its first and last frames on a
+    4x subsampled grid (cheap; enough to rank windows)."""
+    a = first[::4, ::4].astype(np.int16)
+    return float(np.abs(last[::4, ::4].astype(np.int16) - a).mean())
+
+
+def spread(w: Windows, limit: int) -> list[tuple[int, int, int]]:
+    """At most ``limit`` windows (clip, start, label) of ``w``: the same number per label, spread
+    evenly from each label's stillest window to its fastest, in a fixed shuffled order (NNCF
+    takes the first ones). What tells a fall from a lie-down is the rare fast window; a random
+    sample of a clip is mostly its still lead-in and tail."""
+    per_class: dict[int, list[tuple[float, int, int]]] = {}
+    first, last = int(w.offsets.min()), int(w.offsets.max())  # the window's oldest, newest
+    for c, (starts, labels) in enumerate(zip(w.starts, w.labels, strict=True)):
+        clip = w.clip(c)
+        for s, lab in zip(starts.tolist(), labels.tolist(), strict=True):
+            per_class.setdefault(lab, []).append((motion(clip[s + first], clip[s + last]), c, s))
+    quota = max(1, limit // max(1, len(per_class)))
+    items: list[tuple[int, int, int]] = []
+    for lab, cands in sorted(per_class.items()):
+        cands.sort()
+        picks = np.unique(np.linspace(0, len(cands) - 1, min(quota, len(cands))).round())
+        items += [(cands[int(i)][1], cands[int(i)][2], lab) for i in picks]
+    order = np.random.default_rng(0).permutation(len(items))
+    return [items[i] for i in order]
+
+
 def balanced(w: Windows, relabel: np.ndarray, limit: int) -> Hyperframes:
-    """Calibration windows (models.bnstats.balanced): the same number per class, spread over
-    each class's range of motion, so that the rare fast motion sets activation ranges too."""
-    items = bnstats.balanced(w, limit)
+    """Calibration windows (``spread``), so that the rare fast motion sets activation ranges too."""
+    items = spread(w, limit)
     x = np.stack([w.window(c, s) for c, s, _ in items])
     return Hyperframes(x, relabel[[lab for *_, lab in items]], np.array([c for c, *_ in items]))

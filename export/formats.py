@@ -47,7 +47,7 @@ FORMATS: tuple[Format, ...] = (
         "-int8.xml",
         "openvino",
         "int8",
-        ("--max-drop", "--subset-size", "--preset", "--ranges", "--keep-float", "--overflow-fix"),
+        ("--max-drop", "--subset-size", "--keep-float"),
         "openvino",
         "OpenVINO IR quantized to INT8 by NNCF on real training hyperframes",
     ),

@@ -110,7 +110,7 @@ class Built:
     files: dict[str, Path] = field(default_factory=dict)
     logits: dict[str, np.ndarray] = field(default_factory=dict)
     parity: dict[str, dict] = field(default_factory=dict)
-    ranges: dict | None = None  # --ranges auto: each candidate's judgement and the choice
+    ranges: dict | None = None  # each candidate's judgement and the choice (export.ranges)
     in_float: dict | None = None  # INT8: the layers left in float (export.floatops)
     all_int8: Path | None = None  # INT8 with no layer left in float: their cost in latency
 
@@ -147,7 +147,7 @@ def build(
             "opset": OPSET,
             "fp16": opts.fp16,
             "quantization": {
-                "preset": opts.quant.preset,
+                "preset": "mixed",
                 "subset_size": min(opts.quant.subset_size, len(data.calib)),
                 "fast_bias_correction": False,
                 "activation_ranges": built.ranges["chosen"] if built.ranges else opts.quant.ranges,
@@ -217,7 +217,7 @@ def _in_float(b: Built, ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData,
 def quantized(
     ov_model: Any, spec: HyperframeSpec, data: EvalData, quant: QuantOptions, fp32: Path
 ) -> tuple[Any, dict | None]:
-    """The INT8 model; with ``--ranges auto`` each candidate's, judged on the validation split
+    """The INT8 model; with ranges ``auto`` each candidate's, judged on the validation split
     against ``fp32`` (export.ranges), and the judgement for the report."""
     if quant.ranges != "auto":
         return quantize(ov_model.clone(), data, quant), None

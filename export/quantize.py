@@ -4,12 +4,12 @@ MobileNetV3's hard-swish and squeeze-excite lose accuracy with NNCF's fast defau
 defaults here are the accurate ones: the mixed preset (symmetric weights, asymmetric
 activations) and the full bias correction (``fast_bias_correction=False``).
 
-Activation ranges (``ranges``): ``minmax`` over the whole calibration set keeps the large
+Activation ranges: ``minmax`` over the whole calibration set keeps the large
 activations of fast motion, which is rare (a few calibration hyperframes in a hundred): averaged
 ranges are set by the still ones and clip them, and on the synthetic demo that turns every fall
 into a lie-down. But on a realistic model one outlier can take min/max's whole range. No
-estimator suits every model, so the pipeline's default (``auto``, export.ranges) tries
-``minmax``, ``quantile`` and ``nncf`` and keeps the one whose alerts follow the float model's.
+estimator suits every model, so the pipeline (``auto``, export.ranges) tries ``minmax``,
+``quantile`` and ``nncf`` and keeps the one whose alerts follow the float model's.
 
 ``max_drop`` switches to ``quantize_with_accuracy_control``, which keeps the most harmful layers
 in float until the report's top-1 is within ``max_drop`` (absolute, 0.01 = one point) of the
@@ -51,9 +51,7 @@ def _quantile(side: AggregatorType) -> StatisticsCollectorParameters:
 
 RANGES = {
     "minmax": RangeEstimatorParametersSet.MINMAX,
-    "mean-minmax": RangeEstimatorParametersSet.MEAN_MINMAX,
-    # NNCF's own choice per quantizer (mean of min/max for per-tensor activations, ...): on a
-    # realistic model it kept far more than the explicit mean-minmax (README, seventh round)
+    # NNCF's own choice per quantizer (mean of min/max for per-tensor activations, ...)
     "nncf": None,
     # each hyperframe's range without its most extreme OUTLIERS of values, widest over the set
     "quantile": RangeEstimatorParameters(
@@ -61,26 +59,23 @@ RANGES = {
     ),
 }
 KEEP_FLOAT = ("stem", "se", "head")  # layer groups --keep-float can leave in float (below)
-# Measured on realistic data (README, Export): all-INT8 lost 5-6 points of top-1; keeping the
-# squeeze-excite and head layers in float brought it within 1 point at a small cost in speed.
+# All-INT8 lost 5-6 points of top-1 on realistic data; keeping the squeeze-excite and head
+# layers in float brought it within 1 point at a small cost in speed (docs/results.md).
 DEFAULT_KEEP_FLOAT = ("se", "head")
 OVERFLOW_FIX = {f.value: f for f in OverflowFix}
-PRESETS = {
-    "mixed": nncf.QuantizationPreset.MIXED,
-    "performance": nncf.QuantizationPreset.PERFORMANCE,
-}
 
 
 @dataclass(frozen=True)
 class QuantOptions:
     # Calibration hyperframes: 1000 rather than NNCF's 300 cut the INT8 drop per test video from
-    # 1.1, 1.6, 1.1 points to 0.5, 0.0, 0.5 on three realistic models (README: Fifteenth round).
+    # 1.1, 1.6, 1.1 points to 0.5, 0.0, 0.5 on three realistic models (docs/results.md).
     subset_size: int = 1000
-    preset: str = "mixed"
     ranges: str = "auto"  # activation ranges: a key of RANGES, or auto (export.ranges)
     max_drop: float | None = None  # None: plain nncf.quantize
     keep_float: tuple[str, ...] = DEFAULT_KEEP_FLOAT  # groups of KEEP_FLOAT left unquantized
-    overflow_fix: str = "enable"  # a key of OVERFLOW_FIX (enable: 7-bit weights everywhere)
+    # 7-bit weights everywhere: a CPU without VNNI saturates 8-bit products, and NNCF's default
+    # (first_layer_only) moved the logits there (tests/export/test_isa.py)
+    overflow_fix: str = "enable"  # a key of OVERFLOW_FIX
 
     def __post_init__(self) -> None:
         for group in self.keep_float:
@@ -88,16 +83,10 @@ class QuantOptions:
                 raise UsageError(
                     f"--keep-float: expected names from {list(KEEP_FLOAT)}, found {group!r}"
                 )
-        if self.preset not in PRESETS:
-            raise UsageError(f"--preset: expected one of {list(PRESETS)}, found {self.preset!r}")
-        if self.overflow_fix not in OVERFLOW_FIX:
-            raise UsageError(
-                f"--overflow-fix: expected one of {list(OVERFLOW_FIX)}, found {self.overflow_fix!r}"
-            )
+        if self.overflow_fix not in OVERFLOW_FIX:  # set by code, not by a user
+            raise ValueError(f"overflow_fix: expected one of {list(OVERFLOW_FIX)}")
         if self.ranges not in (*RANGES, "auto"):
-            raise UsageError(
-                f"--ranges: expected one of {[*RANGES, 'auto']}, found {self.ranges!r}"
-            )
+            raise ValueError(f"ranges: expected one of {[*RANGES, 'auto']}, found {self.ranges!r}")
         if self.subset_size < 1:
             raise UsageError(f"--subset-size: expected >= 1, found {self.subset_size}")
         if self.max_drop is not None and not 0 < self.max_drop < 1:
@@ -111,7 +100,8 @@ def quantize(model: ov.Model, data: EvalData, opts: QuantOptions) -> ov.Model:
     inputs = _inputs_of(model)
     calib = nncf.Dataset([x[None] for x in data.calib.x[: opts.subset_size]], inputs)
     common: dict[str, Any] = {
-        "preset": PRESETS[opts.preset],
+        # symmetric weights, asymmetric activations: "performance" lost accuracy here
+        "preset": nncf.QuantizationPreset.MIXED,
         "subset_size": min(opts.subset_size, len(data.calib)),
         "fast_bias_correction": False,
     }

@@ -1,7 +1,7 @@
-"""``--ranges auto`` (the default): quantize with each activation-range estimator and keep the one
+"""Activation ranges chosen for INT8 (always): quantize with each activation-range estimator and keep the one
 whose INT8 raises the alerts where the float model does, on the trainer's validation split.
 
-No estimator is right for every model (README, Export): min/max over the calibration set keeps
+No estimator is right for every model (docs/results.md): min/max over the calibration set keeps
 the rare large activations of a fast fall but can spend its 256 steps on one outlier (a
 realistic model lost 47 points); a quantile or NNCF's own mean ranges keep top-1 on such models
 but clip those activations, and on the demo model NNCF's ranges kept 97.6 % of top-1 while the

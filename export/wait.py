@@ -2,13 +2,12 @@
 
 A model with a ``lying`` class alerts on a fall only once lying follows it (export.checkpoint.
 with_then). How high lying scores after a fall depends on the model: trained from scratch about
-0.25, from the posture weights about 0.9 (README: Eighth round), so no one threshold suits both.
+0.25, from the posture weights about 0.9 (docs/results.md), so no one threshold suits both.
 The export reads it off the model: every validation video with frame labels goes through the
 runtime (the exported ONNX file: its sampler, backend and activation), each labelled fall's
 lying peak is read from its impact to ``HORIZON`` seconds after, and the threshold is the
 highest of ``GRID`` no more than ``SHARE`` of their median. The wait is ``SECONDS``: on eight
-models' streams a longer wait bought a few falls for many more false alarms (README: Twenty-
-third round). Counting validation falls and false alerts per pair, as this module did before,
+models' streams a longer wait bought a few falls for many more false alarms (docs/results.md). Counting validation falls and false alerts per pair, as this module did before,
 did no better over those eight than one fixed pair for all: 18 validation falls and a handful of
 false alerts say too little. The report keeps those counts at each threshold of ``GRID``.
 """

@@ -81,7 +81,7 @@ def warn_about(name: str, cfg: TrainConfig, ds, spec: HyperframeSpec) -> None:
             "and after the action (walking, lying) are taught as %s too, so alerts come late or "
             "on people lying still; annotations.csv (video,start_frame,end_frame,label) says "
             "where each action is, or --action-motion 0.15 leaves out their still windows "
-            "(README: Where the action is)",
+            "(docs/training.md)",
             name, " and ".join(f"{n} {c}" for c, n in sorted(whole.items())),
             " and ".join(sorted(whole)),
         )  # fmt: skip

@@ -22,7 +22,7 @@ MODES = ("sync", "per-frame", "none")
 @dataclass(frozen=True)
 class AugConfig:
     mode: str = "sync"
-    scale: tuple[float, float] = (0.6, 1.0)  # crop area, fraction of the frame (> 1: zoom out)
+    scale: tuple[float, float] = (0.6, 1.0)  # crop area, fraction of the frame
     ratio: tuple[float, float] = (3 / 4, 4 / 3)
     flip: float = 0.5  # probability of a horizontal flip (when the dataset allows flips)
     brightness: float = 0.2  # +- fraction of full scale
@@ -45,9 +45,6 @@ def draw(rng: np.random.Generator, h: int, w: int, cfg: AugConfig, can_flip: boo
         if 0 < bw <= w and 0 < bh <= h:
             box = (int(rng.integers(0, h - bh + 1)), int(rng.integers(0, w - bw + 1)), bh, bw)
             break
-        if area > h * w and bw > 0 and bh > 0:  # zoom out: the frame lies inside the box
-            box = (_offset(rng, h, bh), _offset(rng, w, bw), bh, bw)
-            break
     else:
         box = (0, 0, h, w)
     flip = can_flip and rng.random() < cfg.flip
@@ -56,31 +53,12 @@ def draw(rng: np.random.Generator, h: int, w: int, cfg: AugConfig, can_flip: boo
     return Draw(box, bool(flip), float(alpha), float(beta))
 
 
-def _offset(rng: np.random.Generator, size: int, box: int) -> int:
-    """Where a box of ``box`` pixels starts along a side of ``size``: inside the frame when it
-    is smaller, at or before 0 (the frame inside the box) when it is larger."""
-    return int(rng.integers(min(0, size - box), max(0, size - box) + 1))
-
-
 def apply(frame: np.ndarray, d: Draw, out: np.ndarray) -> None:
-    """Crop, resize back to ``out``'s size, flip, brightness/contrast: one frame, in place. A box
-    past the frame's edges (zoom out) shows the frame smaller, its edge pixels carried out to the
-    box's edges (a wider view of the same scene, without a second copy of the figure)."""
+    """Crop, resize back to ``out``'s size, flip, brightness/contrast: one frame, in place."""
     y, x, bh, bw = d.box
-    fh, fw = frame.shape[:2]
-    if y >= 0 and x >= 0 and y + bh <= fh and x + bw <= fw:
-        cv2.resize(
-            frame[y : y + bh, x : x + bw], out.shape[1::-1], dst=out,
-            interpolation=cv2.INTER_LINEAR,
-        )  # fmt: skip
-    else:
-        sy, sx = out.shape[0] / bh, out.shape[1] / bw
-        # pixel centres as cv2.resize places them: (i + 0.5) / s - 0.5 + x
-        m = np.array([[sx, 0.0, (0.5 - x) * sx - 0.5], [0.0, sy, (0.5 - y) * sy - 0.5]])
-        cv2.warpAffine(
-            frame, m, out.shape[1::-1], dst=out, flags=cv2.INTER_LINEAR,
-            borderMode=cv2.BORDER_REPLICATE,
-        )  # fmt: skip
+    cv2.resize(
+        frame[y : y + bh, x : x + bw], out.shape[1::-1], dst=out, interpolation=cv2.INTER_LINEAR
+    )
     if d.flip:
         cv2.flip(out, 1, dst=out)
     cv2.addWeighted(out, d.alpha, out, 0.0, d.beta, dst=out)  # alpha x + beta, saturated

@@ -3,7 +3,7 @@ alert clips are labelled whole.
 
 Per-video top-1 averages a clip's windows: a fall clip labelled whole is mostly the walk before
 the fall and the lying after it, so the top-1 of such clips says little about whether the fall
-is seen, and an epoch that calls no fall at all can have the best top-1 (README: A second world,
+is seen, and an epoch that calls no fall at all can have the best top-1 (docs/results.md,
 fw-other-back-s1: its epoch 6 caught 3 falls of 104 within 2 false alarms an hour, its last 27).
 The runtime alerts on a clip's most alarming moment, so each validation video's alert score is
 its highest among its windows, and how well that score ranks the alert clips above all the

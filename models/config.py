@@ -33,21 +33,16 @@ class TrainConfig:
     stride: int = 1
     scales: tuple[str, ...] = ()  # a temporal pyramid: "TxS" or "TxS+O" per input (models.model)
     size: int = 160
-    width: int = 0  # input width; 0: size (square)
     batch: int = 32
     epochs: int = 10
     optimizer: str = "adamw"  # or "sgd" (momentum 0.9, as in the seed)
     lr: float = 0.002
     weight_decay: float = 0.05
     warmup_epochs: int = 0
-    ema: float = 0.0  # decay of an exponential moving average of the weights; 0: off
     soup: int = 1  # members averaged into the kept weights (models/soup.py); 1: one run
-    bn_windows: int = 0  # BatchNorm statistics measured again on this many windows; 0: off
     samples_per_clip: int = 1  # random hyperframes per clip per epoch
     eval_clips: int = 3  # deterministic windows per validation video, logits averaged
     aug: str = "sync"
-    crop_area: tuple[float, float] = (0.6, 1.0)  # crop box area, fraction of the frame (> 1: out)
-    contrast_gain: tuple[float, float] = (0.8, 1.2)
     inflation: str = "tile-scaled"
     pretrained: str = ""  # 3-channel weights: a local file, or a URL when online
     stem_bn: bool = False
@@ -57,8 +52,6 @@ class TrainConfig:
     action_motion: float = 0.0  # alert clips labelled whole: still windows under this are dropped
     action_top: float = 0.0  # alert clips labelled whole: the share of windows drawn (models.mil)
     backwards: bool = False  # alert windows played in reverse are taught as not the alert
-    reverse: tuple[str, ...] = ()  # more classes whose windows played in reverse are not them
-    reverse_share: float = 1.0  # of each such class's second share, drawn backwards
     val_fraction: float = 0.25
     test_fraction: float = 0.2
     flip: str = "auto"
@@ -85,26 +78,17 @@ class TrainConfig:
                 "frames/stride/size",
                 "frames >= 1, stride >= 1, size >= 16",
             ),
-            (self.width == 0 or self.width >= 16, "width", "0 (square) or pixels >= 16"),
             (
                 self.epochs >= 1 and self.batch >= 1 and self.samples_per_clip >= 1,
                 "epochs/batch/samples_per_clip",
                 ">= 1",
             ),
-            (
-                _range(self.crop_area),
-                "crop_area",
-                "LO HI with 0.1 <= LO <= HI <= 4 (fractions of the frame's area; above 1 zooms out)",
-            ),
-            (_range(self.contrast_gain), "contrast_gain", "LO HI with 0.1 <= LO <= HI <= 4"),
-            (self.ema == 0 or 0.5 <= self.ema < 1, "ema", "0 (off) or a decay in [0.5, 1)"),
             (self.soup >= 1, "soup", "a whole number of members >= 1 (1: one run)"),
             (
                 self.soup == 1 or bool(self.pretrained),
                 "soup",
                 "1 without --pretrained (members trained from scratch do not average: --soup 1)",
             ),
-            (self.bn_windows >= 0, "bn_windows", "a whole number of windows >= 0 (0: off)"),
             (self.patience >= 0, "patience", "a whole number of epochs >= 0 (0: off)"),
             (self.time_limit >= 0, "time_limit", "minutes >= 0 (0: none)"),
             (self.cache_limit_gb >= 0, "cache_limit_gb", "gigabytes >= 0 (0: no limit)"),
@@ -112,7 +96,6 @@ class TrainConfig:
             (0 <= self.action_motion < 1, "action_motion", "a fraction in [0, 1) (0: off)"),
             (0 <= self.action_top < 1, "action_top", "a fraction in [0, 1) (0: off)"),
             (0 <= self.test_fraction < 1, "test_fraction", "a fraction in [0, 1)"),
-            (0 < self.reverse_share <= 1, "reverse_share", "a fraction in (0, 1]"),
         ]
         if self.scales:  # the spec's own check, at start-up: frames per scale, first stride
             try:
@@ -129,17 +112,12 @@ class TrainConfig:
 
     @property
     def hw(self) -> tuple[int, int]:
-        """The input's (H, W): frames are squashed to it."""
-        return self.size, self.width or self.size
+        """The input's (H, W): frames are squashed to it, whole (square: the spec and the
+        runtime take any H x W, but no recipe trains anything else)."""
+        return self.size, self.size
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _range(lo_hi: tuple) -> bool:
-    """Two numbers LO <= HI within 0.1..4 (an augmentation's range)."""
-    nums = [v for v in lo_hi if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return len(lo_hi) == 2 and len(nums) == 2 and 0.1 <= nums[0] <= nums[1] <= 4
 
 
 FIELDS = {f.name: f for f in fields(TrainConfig)}
@@ -161,32 +139,20 @@ HELP = {
     "scales": "a temporal pyramid, one input per scale through one backbone: TxS[+O] each "
     "(T frames every S, ending O frames before the newest), e.g. 3x1 3x4; T must be --frames "
     "and the first S --stride",
-    "size": "input height in pixels, and width too unless --width is given (frames are "
-    "squashed to it, whole: no crop)",
-    "width": "input width in pixels (0: --size, square); e.g. --size 144 --width 256 keeps a "
-    "16:9 camera's aspect",
+    "size": "input height and width in pixels (frames are squashed to it, whole: no crop)",
     "batch": "samples per training step",
     "epochs": "at most this many epochs (the cosine schedule spans them)",
     "optimizer": "adamw or sgd (momentum 0.9)",
     "lr": "peak learning rate",
     "weight_decay": "weight decay",
     "warmup_epochs": "epochs of linear learning-rate warm-up",
-    "ema": "judge, keep and report an exponential moving average of the weights with this decay "
-    "per step (warmed up from 0), e.g. 0.998; 0: the weights as trained",
     "soup": "train this many members on one split from --pretrained, member I with seed --seed "
     "+ I, and keep the average of their weights (a uniform model soup: no one seed's draw "
     "decides the model; N times the training time, one model's cost on the device); 1: one run; "
     "--pretrained '' trains one run unless --soup is given",
-    "bn_windows": "once the kept weights are final (a soup's average too), measure every "
-    "BatchNorm's statistics again on this many training windows without augmentation (as many "
-    "per class, spread over each class's motion; models/bnstats.py); 0: keep those of training",
     "samples_per_clip": "random hyperframes per training clip per epoch",
     "eval_clips": "evenly spaced windows per evaluation video; their logits are averaged",
     "aug": "augmentation: sync (one draw per hyperframe), per-frame (the broken ablation), none",
-    "crop_area": "the augmentation's crop box, as fractions of the frame's area drawn between LO "
-    "and HI; above 1 the box is larger than the frame (zoom out: figures smaller than filmed)",
-    "contrast_gain": "the augmentation's contrast gain, drawn between LO and HI (below 1: a "
-    "fainter scene, its figure closer to its background)",
     "inflation": "how 3-channel conv1 weights become 3T channels: tile-scaled, tile, mean, random",
     "pretrained": "weights to start from: 3-channel (timm), an edge-hf best.pt, a local file or a "
     "URL when online; a recipe's path is relative to the recipe; '' starts from scratch",
@@ -208,12 +174,6 @@ HELP = {
     "that class (a fall played backwards is someone getting up, which a folder of classes "
     "seldom holds; models/backwards.py), as one more equal share of the draws per alert class; "
     "for alerts that cannot happen backwards",
-    "reverse": "more classes (besides --backwards' alerts) whose windows played in reverse are "
-    "taught as not that class (a slow lie-down played backwards is someone getting up), one more "
-    "equal share of the draws each",
-    "reverse_share": "the part of each --backwards or --reverse class's second share drawn "
-    "backwards, spread evenly over the epoch; the rest of that share is drawn forwards from "
-    "every class in turn (1: the whole share backwards)",
     "val_fraction": "part of the training videos held out to pick the epoch and stop",
     "test_fraction": "part of all videos held out as the test split (layouts without a test list)",
     "flip": "horizontal-flip labels: auto (flip.json, else pair left/right names), none, or a JSON file",
@@ -272,15 +232,8 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
             ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=text)
         elif f.name == "abnormal":
             ap.add_argument(flag, nargs="+", default=None, help=f"{text} (default: fall)")
-        elif f.name == "reverse":
-            ap.add_argument(flag, nargs="+", default=None, metavar="CLASS", help=text)
         elif f.name == "scales":
             ap.add_argument(flag, nargs="+", default=None, metavar="TxS[+O]", help=text)
-        elif f.type == "tuple[float, float]":  # a range: the augmentation's
-            ap.add_argument(
-                flag, nargs=2, type=float, default=None, metavar=("LO", "HI"),
-                help=f"{text} (default: {' '.join(map(str, f.default))})",
-            )  # fmt: skip
         elif f.name == "more_data":
             ap.add_argument(flag, nargs="+", default=None, metavar="DIR[:N]", help=text)
         else:

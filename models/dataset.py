@@ -155,9 +155,7 @@ class TrainSet(Dataset):
     annotated clip (a fall, then lying) is not drowned by the long still parts around it, and a
     label many clips carry (``other``: lying, sitting) does not outweigh the actions. Each label
     in ``backwards`` has a second share: its windows played in reverse, labelled ``-1 - label``
-    ("not that label", models.backwards); ``back_share`` of that share, spread evenly over the
-    epoch, the rest drawn forwards from every label in turn (more of the reversed label alone
-    would tilt the model towards it)."""
+    ("not that label", models.backwards)."""
 
     def __init__(
         self,
@@ -167,10 +165,8 @@ class TrainSet(Dataset):
         flip: dict[int, int] | None,
         seed: int,
         backwards: frozenset[int] = frozenset(),
-        back_share: float = 1.0,
     ) -> None:
         self.w, self.aug, self.flip, self.seed = w, aug, flip, seed
-        self.back_share = back_share
         self.epoch = 0
         where: dict[int, list[tuple[int, np.ndarray]]] = {}  # label: [(clip, window indices)]
         for c, labels in enumerate(w.labels):
@@ -200,14 +196,11 @@ class TrainSet(Dataset):
 
     def share(self, i: int) -> tuple[int, bool]:
         """Which label's share sample ``i`` is drawn from (its place among the labels), and
-        whether it is drawn backwards (``back_share`` of a second share's rounds)."""
-        rounds, k = divmod(i, len(self.where) + len(self.backwards))
+        whether it is drawn backwards (a backwards label's second share)."""
+        k = i % (len(self.where) + len(self.backwards))
         if k < len(self.where):
             return k, False
-        back = int((rounds + 1) * self.back_share)  # backwards rounds so far, this one included
-        if back > int(rounds * self.back_share):  # the running count stepped up: backwards
-            return self.backwards[k - len(self.where)], True
-        return (rounds - back) % len(self.where), False  # the rest: every label in turn
+        return self.backwards[k - len(self.where)], True
 
     def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
         c, j, rng = self.draw(i)

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     data = args.out / "synth-data"
     if not (data / "classInd.txt").is_file():
         write_action_dataset(data, args.clips_per_class, (180, 320), seed=0)
-    # from scratch, as the README's table was measured (the recipe now starts from posture weights)
+    # from scratch, as the experiment's table was measured (the recipe now starts from posture weights)
     argv = ["--recipe", "realtime-cpu", "--data", str(data), "--out", str(args.out)]
     base = parse([*argv, "--pretrained", ""])
     if args.epochs:

@@ -1,6 +1,6 @@
 """How often the model sees a labelled pose as that pose, over all streams and per stream: the
 pose a class waits for (``lying`` after a fall) called something else on one camera is that
-camera's falls missed "for want of the pose" (README: Thirty-second round). Pure functions over
+camera's falls missed "for want of the pose" (docs/results.md). Pure functions over
 the scores ``models.evaluate`` records, as models/events.py."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A uniform model soup: ``--soup N`` trains N members on one split from one start, each with its
 own seed (``--seed``, +1, ...: data order, augmentation, draws), and keeps the average of their
 weights. Fine-tunes of one start stay in one basin, so their average is a working model that no
-seed's draw decides alone, at one model's cost on the device (README: A second world).
+seed's draw decides alone, at one model's cost on the device (docs/results.md).
 
 Members trained from scratch do not average (their units are in other orders), so a soup needs
 ``--pretrained``. BatchNorm's running statistics are averaged with the rest.

@@ -17,12 +17,11 @@ empty ``flip.json`` (a mirrored posture is the same posture). Seeds never used b
 
 ``--as POSTURE=LABEL:CLIPS,...`` writes only the postures named, each labelled as an action
 dataset names it, for ``models.train --more-data`` beside it: many scenes of a still pose
-the action clips show in few (README "Realistic data": lying after a fall in scenes the training
-never saw). ``classes.txt`` then lists those labels.
+the action clips show in few (lying after a fall in scenes the training never saw; docs/results.md). ``classes.txt`` then lists those labels.
 
 ``--far P`` draws each clip's figure far (under ``synth.FAR`` of the frame's height, as a far
 figure of the ``real`` preset) with probability P instead of the preset's ``synth.FAR_SHARE``,
-the rest of its scene as drawn (README: Thirty-second round). Without it, a seed writes the same
+the rest of its scene as drawn (docs/results.md). Without it, a seed writes the same
 clips as before.
 
 ``--frames N`` writes N consecutive frames a clip instead of three, for a hyperframe that spans

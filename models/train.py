@@ -8,9 +8,7 @@ Writes ``runs/<name>/``: ``best.pt`` (state dict + spec + config; ``torch.load(w
 The epoch is chosen on a validation part carved from the training videos; the test split
 (UCF101's test list, or a held-out part) is evaluated once, with the chosen weights, and reported
 separately. ``metrics.json`` records why training stopped (all epochs, a validation plateau after
-``--patience`` epochs, or ``--time-limit``), the flip map used and the test metrics. With
-``--ema`` the moving average of the weights is what is validated, kept and tested; ``last.pt``
-also holds the weights as trained (``trained``) to resume both.
+``--patience`` epochs, or ``--time-limit``), the flip map used and the test metrics.
 """
 
 from __future__ import annotations
@@ -25,14 +23,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 import torch
-from timm.utils.model_ema import ModelEmaV3
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from edge_hf.spec import HyperframeSpec
-from models import backwards, bnstats, flips, soup
+from models import backwards, flips, soup
 from models import data as datasets
-from models.alerts import alert_names, bare, named, spec_for, warn_about
+from models.alerts import alert_names, spec_for, warn_about
 from models.augment import AugConfig
 from models.cache import FrameCache
 from models.choice import evaluate, whole_alerts
@@ -58,15 +55,6 @@ class Loaders(NamedTuple):
     alerts: tuple[int, ...]  # alert classes with validation clips labelled whole (models.choice)
 
 
-def reversed_classes(cfg: TrainConfig, ds: datasets.Dataset) -> frozenset[int]:
-    """The classes ``--reverse`` names (any case or separators), each one the dataset has."""
-    found = named(ds.classes, cfg.reverse)
-    if len(found) < len(set(map(bare, cfg.reverse))):
-        raise DataError(f"--reverse: expected classes of {ds.root} ({', '.join(ds.classes)}), "
-                        f"found {' '.join(cfg.reverse)}")  # fmt: skip
-    return frozenset(ds.classes.index(c) for c in found)
-
-
 def loaders(
     cfg: TrainConfig, ds: datasets.Dataset, spec: HyperframeSpec, member: int = 0
 ) -> Loaders:
@@ -82,17 +70,19 @@ def loaders(
             f"a larger --val-fraction (now {cfg.val_fraction})"
         )
     flip = flips.plan(cfg.flip, ds)
-    aug = AugConfig(mode=cfg.aug, scale=cfg.crop_area, gain=cfg.contrast_gain)
-    back = (abnormal if cfg.backwards else frozenset()) | reversed_classes(cfg, ds)
+    aug = AugConfig(mode=cfg.aug)
+    back = abnormal if cfg.backwards else frozenset()
     train = TrainSet(
-        windows(ds.train), cfg.samples_per_clip, aug, flip.indices(ds.classes), cfg.seed + member,
-        back, cfg.reverse_share,
-    )  # fmt: skip
+        windows(ds.train),
+        cfg.samples_per_clip,
+        aug,
+        flip.indices(ds.classes),
+        cfg.seed + member,
+        back,
+    )
     if train.backwards:
         names = ", ".join(ds.classes[c] for c in sorted(back))
-        share = "" if cfg.reverse_share == 1 else f" ({cfg.reverse_share:g} of a share each)"
-        log.info("windows also drawn backwards, taught as not their class (--backwards, "
-                 "--reverse): %s%s", names, share)  # fmt: skip
+        log.info("windows also drawn backwards, taught as not their class (--backwards): %s", names)
     kw = {"num_workers": cfg.workers, "persistent_workers": cfg.workers > 0, "collate_fn": collate}
     # training workers start afresh each epoch: they see its number and --action-top's choice
     train_kw = {**kw, "persistent_workers": False}
@@ -143,7 +133,6 @@ def prepare(cfg: TrainConfig, member: int = 0) -> Run:
     ds = datasets.load(Path(cfg.data), cfg.seed, cfg.val_fraction, cfg.test_fraction)
     datasets.two_classes(ds)
     ds = datasets.add_training(ds, cfg.more_data, cfg.seed)
-    reversed_classes(cfg, ds)  # a class the data lacks: said before any work or folder
     pyramid = "-pyramid-" + "-".join(cfg.scales) if cfg.scales else ""
     name = cfg.name or f"{Path(cfg.data).name}-t{cfg.frames}s{cfg.stride}{pyramid}-{cfg.aug}"
     out = Path(cfg.out) / name
@@ -161,7 +150,7 @@ def prepare(cfg: TrainConfig, member: int = 0) -> Run:
 def network(cfg: TrainConfig, run: Run, pretrained: str | None) -> torch.nn.Module:
     """The run's network, its conv weights laid out channels-last: oneDNN's convolutions then
     skip a layout change at every layer (MobileNetV3-small, T=3, 160 px, batch 32 on 2 cores:
-    1.3-1.4x the samples a second; README, "Twenty-ninth round"). Only the memory layout
+    1.3-1.4x the samples a second; bench/test_train_bench.py). Only the memory layout
     differs: checkpoints load into and export from a default-layout network as before."""
     net = build(
         cfg.arch,
@@ -185,22 +174,20 @@ def fit(cfg: TrainConfig) -> dict:
         return train(cfg)
     run = prepare(cfg)
     members = [
-        train(replace(cfg, soup=1, bn_windows=0, name=f"{run.name}/member{i}"), member=i)
-        for i in range(cfg.soup)
-    ]  # the members' statistics are replaced below: not measured for each
+        train(replace(cfg, soup=1, name=f"{run.name}/member{i}"), member=i) for i in range(cfg.soup)
+    ]
     best = run.out / "best.pt"
     paths = [Path(cfg.out) / m["name"] / "best.pt" for m in members]
     device = device_for(cfg)
     model = network(cfg, run, None).to(device)
     soup.mix(paths, best, cfg.to_dict())
-    measured = restat(cfg, run, model, device)
+    model.load_state_dict(torch.load(best, map_location=device, weights_only=True)["model"])
     val, test = (
         split_metrics(model, loader, run.dl, run.ds.classes, device) if loader else None
         for loader in (run.dl.val, run.dl.test)
     )
     log.info("%s: soup of %d members: val top-1 %.3f", run.name, cfg.soup, val["top1"])
-    stopped = {**soup.stopped(members), "bn_windows": measured}
-    return write_results(run, cfg, [], stopped, test, members[0]["start"], val)
+    return write_results(run, cfg, [], soup.stopped(members), test, members[0]["start"], val)
 
 
 def train(cfg: TrainConfig, member: int = 0) -> dict:
@@ -211,11 +198,9 @@ def train(cfg: TrainConfig, member: int = 0) -> dict:
     model = network(cfg, run, cfg.pretrained).to(device)
     opt = optimizer(cfg, model)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg, len(dl.train)))
-    ema = ModelEmaV3(model, decay=cfg.ema, use_warmup=True, warmup_power=0.75) if cfg.ema else None
-    judged = ema.module if ema else model  # the weights validated, kept and tested
     history, start = [], 0
     if cfg.resume and (out / "last.pt").is_file():
-        start, history, began = resume(out / "last.pt", spec, model, opt, sched, ema)
+        start, history, began = resume(out / "last.pt", spec, model, opt, sched)
     else:
         began = start_metrics(cfg.pretrained, model, dl, ds.classes, device)
     stop = Stopper(
@@ -230,12 +215,12 @@ def train(cfg: TrainConfig, member: int = 0) -> dict:
         dl.train.dataset.epoch = epoch
         chosen = None
         if cfg.action_top and epoch >= AFTER:
-            chosen = choose(judged, dl.train.dataset, cfg.action_top, device, cfg.batch)
+            chosen = choose(model, dl.train.dataset, cfg.action_top, device, cfg.batch)
             if chosen:
                 log.info("epoch %d: %s", epoch + 1, describe(chosen))
         desc = f"{name} {epoch + 1}/{cfg.epochs}"
-        row = run_epoch(model, dl.train, (opt, sched, ema), scaler, amp, device, desc)
-        cm, val_loss, auc = evaluate(judged, dl.val, len(ds.classes), dl.video_level, device,
+        row = run_epoch(model, dl.train, (opt, sched), scaler, amp, device, desc)
+        cm, val_loss, auc = evaluate(model, dl.val, len(ds.classes), dl.video_level, device,
                                      dl.alerts)  # fmt: skip
         row.update(epoch=epoch + 1, val_loss=val_loss, **summary(cm, ds.classes))
         if auc is not None:
@@ -249,7 +234,7 @@ def train(cfg: TrainConfig, member: int = 0) -> dict:
             "" if auc is None else f", alert AUC {auc:.3f}",
         )  # fmt: skip
         state = {
-            "model": judged.state_dict(),
+            "model": model.state_dict(),
             "spec": spec.to_json(),
             "config": json.dumps(cfg.to_dict()),
             "epoch": epoch + 1,
@@ -261,7 +246,6 @@ def train(cfg: TrainConfig, member: int = 0) -> dict:
             "scheduler": sched.state_dict(),
             "history": json.dumps(history),
             "start": json.dumps(began),
-            **({"trained": model.state_dict()} if ema else {}),
         }
         torch.save({**state, **resumable}, out / "last.pt")
         why = stop.reason(epoch + 1 < cfg.epochs)
@@ -269,28 +253,10 @@ def train(cfg: TrainConfig, member: int = 0) -> dict:
             reason = why
             break
     log.info("%s: stopped after epoch %d: %s", name, len(history), reason)
-    measured = restat(cfg, run, model, device)
-    kept = split_metrics(model, dl.val, dl, ds.classes, device) if measured and dl.val else None
     test = held_out_metrics(out / "best.pt", model, dl, ds.classes, device)
     stopped = {"reason": reason, "epochs_run": len(history), "best_epoch": stop.best_epoch,
-               "chosen_on": "val top-1 and alert AUC" if dl.alerts else "val top-1",
-               "bn_windows": measured}  # fmt: skip
-    return write_results(run, cfg, history, stopped, test, began, kept)
-
-
-def restat(cfg: TrainConfig, run: Run, model: torch.nn.Module, device: torch.device) -> int:
-    """Load the kept weights (best.pt) into ``model``; with ``--bn-windows N``, measure their
-    BatchNorm statistics again on N training windows (models/bnstats.py) and write them back.
-    Returns how many windows were seen (0: off)."""
-    path = run.out / "best.pt"
-    state = torch.load(path, map_location=device, weights_only=True)
-    model.load_state_dict(state["model"])
-    if not cfg.bn_windows:
-        return 0
-    seen = bnstats.reestimate(model, run.dl.train.dataset.w, cfg.bn_windows, device)
-    torch.save({**state, "model": model.state_dict()}, path)
-    log.info("%s: BatchNorm statistics measured again on %d training windows", run.name, seen)
-    return seen
+               "chosen_on": "val top-1 and alert AUC" if dl.alerts else "val top-1"}  # fmt: skip
+    return write_results(run, cfg, history, stopped, test, began)
 
 
 def device_for(cfg: TrainConfig) -> torch.device:
@@ -300,8 +266,8 @@ def device_for(cfg: TrainConfig) -> torch.device:
 
 
 def run_epoch(model, loader, steppers, scaler, amp: bool, device, desc: str) -> dict:
-    """One pass over ``loader``; ``steppers`` is (optimizer, scheduler, EMA or None)."""
-    opt, sched, ema = steppers
+    """One pass over ``loader``; ``steppers`` is (optimizer, scheduler)."""
+    opt, sched = steppers
     model.train()
     seen = correct = 0
     total_loss, t0 = 0.0, time.perf_counter()
@@ -316,8 +282,6 @@ def run_epoch(model, loader, steppers, scaler, amp: bool, device, desc: str) -> 
         scaler.step(opt)
         scaler.update()
         sched.step()
-        if ema is not None:
-            ema.update(model, step=sched.last_epoch)  # the scheduler counts steps
         seen += len(y)
         correct += backwards.correct(logits, y)
         total_loss += float(loss.detach()) * len(y)
@@ -333,22 +297,14 @@ def run_epoch(model, loader, steppers, scaler, amp: bool, device, desc: str) -> 
     }
 
 
-def resume(
-    path: Path, spec: HyperframeSpec, model, opt, sched, ema
-) -> tuple[int, list, dict | None]:
+def resume(path: Path, spec: HyperframeSpec, model, opt, sched) -> tuple[int, list, dict | None]:
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     old = HyperframeSpec.from_json(ckpt["spec"])
     if old.classes != spec.classes:
         raise DataError(
             f"{path}: cannot resume: it was trained on classes {list(old.classes)}, this dataset has {list(spec.classes)}; use a new --name"
         )
-    if ema is not None and "trained" not in ckpt:
-        raise DataError(
-            f"{path}: cannot resume with --ema: it was trained without it; use a new --name"
-        )
-    model.load_state_dict(ckpt.get("trained", ckpt["model"]))
-    if ema is not None:
-        ema.module.load_state_dict(ckpt["model"])
+    model.load_state_dict(ckpt["model"])
     opt.load_state_dict(ckpt["optimizer"])
     sched.load_state_dict(ckpt["scheduler"])
     return ckpt["epoch"], json.loads(ckpt["history"]), json.loads(ckpt.get("start", "null"))

@@ -37,7 +37,7 @@ if [ ! -f "$stamp" ]; then
   echo "setup: installing edge-hf[$extras] into .venv" >&2
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   if [[ ",$extras," == *",train,"* ]]; then
-    # torch and torchvision as a matching pair before timm asks for "any torch" (see the README)
+    # torch and torchvision as a matching pair before timm asks for "any torch" (docs/install.md)
     # shellcheck disable=SC2086
     .venv/bin/python -m pip install -q ${TORCH_PACKAGES:-torch==2.14.1 torchvision==0.29.1}
   fi

@@ -8,6 +8,7 @@ import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -129,17 +130,27 @@ def _make_demo_train_argv() -> list[str]:
     return shlex.split(line.split(" -m models.train ", 1)[1])
 
 
-def test_make_demo_model_trains_with_the_shipped_demos_settings():
-    """Options added to the trainer or the recipe after the demo was trained must not change
-    what ``make demo-model`` trains: its command, parsed as models.train parses it, gives the
-    shipped report's config, with every option the report does not name at its default (off)."""
-    pytest.importorskip("torch")
-    from models.config import TrainConfig, parse
+# what `make demo-model` may add to the recipe: where the data is and where the run goes
+WHERE = {"data", "more_data", "name", "out", "cache"}
 
+
+def test_make_demo_model_is_the_demo_recipe_and_gives_the_shipped_settings():
+    """``make demo-model`` trains ``--recipe demo`` with nothing but the data's and the run's
+    folders added, and that gives the shipped report's config: every value the recipe sets and
+    every other at its default. (The shipped model was trained before the recipe file existed,
+    as ``--recipe realtime-cpu`` with the three flags demo.toml now holds, so its report names
+    realtime-cpu; a retrained model's names demo.)"""
+    pytest.importorskip("torch")
+    from models.config import RECIPES, TrainConfig, parse, read_recipe
+
+    argv = _make_demo_train_argv()
+    flags = {a[2:].replace("-", "_") for a in argv if a.startswith("--")}
+    assert argv[:2] == ["--recipe", "demo"] and flags - {"recipe"} <= WHERE, argv
     shipped = json.loads((DEMO / "report.json").read_text())["checkpoint"]["config"]
-    made = parse(_make_demo_train_argv()).to_dict()
+    assert (RECIPES / f"{shipped['recipe']}.toml").is_file()
+    made = parse(argv).to_dict()
     defaults = TrainConfig().to_dict()
-    where = {"name", "out", "pretrained"}  # the run's name and folders, not what it learns
+    ignore = WHERE | {"recipe", "pretrained"}  # pretrained: the same file, resolved differently
 
     def as_json(value):  # tuples as the report's lists
         return json.loads(json.dumps(value))
@@ -147,7 +158,9 @@ def test_make_demo_model_trains_with_the_shipped_demos_settings():
     differ = {
         k: (shipped.get(k, defaults[k]), v)
         for k, v in made.items()
-        if k not in where and as_json(v) != as_json(shipped.get(k, defaults[k]))
+        if k not in ignore and as_json(v) != as_json(shipped.get(k, defaults[k]))
     }
     assert differ == {}, f"(shipped, make demo-model) differ: {differ}"
-    assert (ROOT / made["pretrained"]).is_file()
+    assert Path(made["pretrained"]).name == Path(shipped["pretrained"]).name
+    assert Path(made["pretrained"]).is_file()
+    assert not set(read_recipe("demo")) & WHERE  # no folders in the recipe itself

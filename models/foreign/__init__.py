@@ -8,8 +8,7 @@ Nothing here comes from ``edge_hf`` or the rest of ``models``: other figures (a 
 thick limbs and a head, shirt and trousers of their own colours, other proportions and gaits),
 other scenes (rooms of a wall, a tiled floor and furniture, or photographs scikit-image ships that
 the project's generator never uses, taken whole), 240 x 320 at 30 fps, MPEG-4 part 2 video, and
-other timings. It writes what a user with their own footage would bring (README "A second
-world"): a folder per class of the six classes of issue 8 (``walk_left``, ``walk_right``,
+other timings. It writes what a user with their own footage would bring (docs/evaluation.md): a folder per class of the six classes of issue 8 (``walk_left``, ``walk_right``,
 ``wave``, ``hold``, ``fall``, ``lie_down``; with ``--other N`` a seventh, ``other``: getting
 up, sitting on the floor, crouching, stumbling), no split lists, no annotations, no ``flip.json``;
 and ``OUT/streams``: long videos with falls, lying down, and moves that start like a fall

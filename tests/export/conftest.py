@@ -16,7 +16,7 @@ for _mod in ("torch", "timm", "onnx", "openvino", "nncf"):
 from tests.conftest import built_once, run_module  # noqa: E402
 
 SIZE = 64
-# --subset-size 100: the tiny model needs no more, and --ranges auto calibrates three times.
+# --subset-size 100: the tiny model needs no more, and the choice of ranges calibrates three times.
 EXPORT_ARGS = ["--formats", "onnx,openvino,openvino-int8", "--threshold", "fall=0.9"]
 EXPORT_ARGS += ["--subset-size", "100"]
 

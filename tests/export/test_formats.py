@@ -44,8 +44,8 @@ def test_int8_is_built_from_openvino_which_is_built_from_onnx():
         ("openvino-int8", "--max-drop", nullcontext()),
         (
             "openvino",
-            "--preset",
-            pytest.raises(UsageError, match="--preset applies to the openvino-int8"),
+            "--keep-float",
+            pytest.raises(UsageError, match="--keep-float applies to the openvino-int8"),
         ),
     ],
 )

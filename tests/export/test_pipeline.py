@@ -148,7 +148,7 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
         assert a["adapter_ms"] == pytest.approx(a["model_ms"] - a["backbone_ms"])
     assert report["data"]["test_videos"] == 12 and report["data"]["train_videos"] == 9
     q = dict(report["export"]["quantization"])
-    choice = q.pop("range_choice")  # --ranges auto: every candidate judged, the best kept
+    choice = q.pop("range_choice")  # every candidate judged, the best kept
     floats = q.pop("in_float")  # the default's float groups, by their module names, and cost
     assert floats["of"] == 54 and floats["by_accuracy_control"] == []
     assert len(floats["layers"]) == 20 and floats["layers"][-2:] == ["conv_head", "classifier"]
@@ -214,7 +214,7 @@ def test_an_output_folder_with_a_comma_in_its_name_exports(tiny_ckpt: Path, tmp_
 
 
 ADVICE_TAIL = (
-    ", or export again with --max-drop 0.01 or another --ranges and check that the falls are "
+    ", or export again with --max-drop 0.01 (or --keep-float stem,se,head) and check that the falls are "
     "still caught (python -m models.evaluate MODEL STREAMS, python -m export.demo_check MODEL)."
 )
 

@@ -25,10 +25,7 @@ from tests.export.test_pipeline import FILES, clip_hyperframes
 def pyramid(tiny_pyramid, tmp_path_factory) -> tuple[Path, Path]:
     """The tiny pyramid the trainer's test trained (tests/conftest.py), exported by the CLI."""
     ckpt, out = tiny_pyramid[0] / "pyr" / "best.pt", tmp_path_factory.mktemp("pyramid") / "x"
-    # --ranges minmax: one calibration (auto's choice among three is tested on single inputs)
-    r = run_export(
-        str(ckpt), "--out", str(out), "--repeats", "2", "--subset-size", "40", "--ranges", "minmax"
-    )
+    r = run_export(str(ckpt), "--out", str(out), "--repeats", "2", "--subset-size", "40")
     assert r.returncode == 0, r.stderr
     return ckpt, out
 

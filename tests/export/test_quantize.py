@@ -7,10 +7,9 @@ import openvino as ov
 import pytest
 
 from edge_hf.runtime import DEMO_MODEL
-from export.data import balanced
+from export.data import balanced, motion
 from export.errors import UsageError
 from export.quantize import QuantOptions, float_layers
-from models.bnstats import motion
 from tests.windows import FakeWindows
 
 

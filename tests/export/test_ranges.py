@@ -38,7 +38,7 @@ def test_alert_agreement_is_the_f1_of_the_alerting_hyperframes(ref, other, want)
 
 def test_the_choice_sees_fall_scores_that_top1_cannot():
     """The demo model under NNCF's ranges: the same class everywhere, but the fall's score
-    squeezed below the alert threshold (README, Export). The other candidate loses a point of
+    squeezed below the alert threshold (docs/results.md). The other candidate loses a point of
     top-1 on a still hyperframe and keeps the alerts: it is the one chosen."""
     ref = _logits([0.97, 0.92, 0.85, 0.1, 0.3, 0.45])
     squeezed = _logits([0.7, 0.65, 0.6, 0.1, 0.3, 0.45])  # top-1 agrees on all six

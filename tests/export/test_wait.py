@@ -47,7 +47,7 @@ def test_four_tenths_of_the_median_lying_peak_down_to_the_grid():
 
 
 def test_a_model_whose_lying_stays_low_waits_for_the_lowest_threshold():
-    # from scratch: lying about 0.25 after a fall (README: Eighth round)
+    # from scratch: lying about 0.25 after a fall (docs/results.md)
     assert choose([0.25, 0.3, 0.22, 0.28, 0.26, 0.31, 0.2, 0.24])[:2] == (GRID[0], SECONDS)
     assert choose([0.0] * MIN_FALLS)[:2] == (GRID[0], SECONDS)
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.augment import AugConfig, Draw, apply, augment, draw, fit
+from models.augment import AugConfig, Draw, apply, augment, fit
 
 
 def same_frames(t: int = 3) -> np.ndarray:
@@ -90,28 +90,3 @@ def test_no_draw_erases_a_figure_that_differs_from_its_floor(alpha, beta, figure
     gap = abs(figure - floor)
     if alpha * (int(x.max()) - int(x.min())) <= 255:  # the range fits: nothing clips
         assert kept >= round(min(alpha, 1.0) * gap) - 1
-
-
-def test_a_zoom_out_shows_the_figure_smaller_and_only_once():
-    """A box larger than the frame (crop area above 1) shrinks the scene into the output: the
-    figure keeps its place relative to the frame, a quarter of its area when the box's sides
-    are twice the frame's, and the border is the frame's edge carried out, not a mirrored second figure."""
-    frames = np.full((1, 40, 40, 3), 30, np.uint8)
-    frames[0, 10:30, 16:24] = 220  # a figure 20 x 8
-    out = np.empty_like(frames)
-    apply(frames[0], Draw((-20, -20, 80, 80), False, 1.0, 0.0), out[0])
-    lit = out[0, :, :, 0] > 125
-    assert 30 <= lit.sum() <= 50  # 160 px of figure at half size: 40
-    ys, xs = np.nonzero(lit)
-    assert ys.min() >= 14 and ys.max() <= 25 and xs.min() >= 17 and xs.max() <= 22
-    assert (out[0, :8] == 30).all() and (out[0, :, :8] == 30).all()  # the floor carried out
-
-
-def test_zoom_out_boxes_cover_the_frame_on_each_side_they_overhang():
-    cfg = AugConfig("sync", scale=(1.5, 2.5), gain=(0.5, 0.5))
-    rng = np.random.default_rng(0)
-    for _ in range(200):
-        d = draw(rng, 48, 64, cfg, can_flip=False)
-        y, x, bh, bw = d.box
-        assert bh * bw > 48 * 64 and d.alpha == 0.5
-        assert min(0, 48 - bh) <= y <= max(0, 48 - bh) and min(0, 64 - bw) <= x <= max(0, 64 - bw)

@@ -39,26 +39,6 @@ def test_a_backwards_share_per_alert_class_of_its_windows_reversed(tmp_path: Pat
     assert TrainSet(w, 200, AugConfig(mode="none"), None, seed=0).backwards == []
 
 
-def test_a_part_share_draws_the_rest_of_it_forwards_spread_over_the_epoch(tmp_path: Path):
-    """``--reverse-share 0.3``: of the fall's second share, 3 draws in 10 backwards, evenly (no
-    run of forwards longer than the share allows); the other 7 are drawn forwards from every
-    label in turn, so no label gains on the others."""
-    w = _windows(tmp_path)
-    ts = TrainSet(w, 200, AugConfig(mode="none"), None, seed=0, backwards=frozenset({FALL}),
-                  back_share=0.3)  # fmt: skip
-    second = [ts.share(i) for i in range(2, len(ts), 3)]  # the fall's second share
-    assert len(second) == 133
-    back = [m for m, (_, b) in enumerate(second) if b]
-    assert {second[m][0] for m in back} == {FALL}
-    assert len(back) == 39 and max(np.diff(back)) <= 4  # int(133 * 0.3) rounds, 3 or 4 apart
-    ahead = Counter(k for k, b in second if not b)
-    assert sorted(ahead.values()) == [47, 47] and set(ahead) == {FALL, OTHER}
-    drawn = Counter(ts[i][1] for i in range(60))
-    assert drawn == {FALL: 27, OTHER: 27, -1 - FALL: 6}
-    whole = TrainSet(w, 200, AugConfig(mode="none"), None, seed=0, backwards=frozenset({FALL}))
-    assert all(whole.share(i)[1] for i in range(2, len(whole), 3))
-
-
 def test_a_backwards_window_is_what_the_sampler_gathers_from_the_video_reversed(tmp_path: Path):
     """For a two-scale pyramid too: played backwards, a window is the window the runtime would
     gather at the mirrored anchor of the clip reversed. One frame (T=1) has no backwards."""

@@ -71,7 +71,7 @@ def test_training_chooses_from_the_third_epoch_on(tiny_actions: Path, tmp_path: 
     r = train("--data", str(tiny_actions), "--name", "top", "--epochs", "4", "--workers", "1",
               "--action-top", "0.5", "--backwards", tmp=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
-    assert "drawn backwards, taught as not their class (--backwards, --reverse): fall" in r.stderr
+    assert "drawn backwards, taught as not their class (--backwards): fall" in r.stderr
     said = [line for line in r.stderr.splitlines() if "action windows chosen" in line]
     assert [line.split(":")[0][-7:] for line in said] == ["epoch 3", "epoch 4"]
     m = json.loads((tmp_path / "runs" / "top" / "metrics.json").read_text())
@@ -82,22 +82,3 @@ def test_training_chooses_from_the_third_epoch_on(tiny_actions: Path, tmp_path: 
         r.returncode == 2
         and "action_top: expected a fraction in [0, 1) (0: off), found 1.0" in r.stderr
     )
-
-
-def test_reverse_draws_more_classes_backwards_and_refuses_ones_the_data_lacks(
-    tiny_actions: Path, tmp_path: Path
-):
-    """``--reverse lie-down``: a class that is no alert is drawn backwards too (a slow lie-down
-    played backwards is a get-up), named as the user likes, half its second share with
-    ``--reverse-share 0.5``; a class the data lacks is exit 2."""
-    r = train("--data", str(tiny_actions), "--name", "rev", "--epochs", "1", "--reverse",
-              "Lie-Down", "--no-backwards", "--reverse-share", "0.5", tmp=tmp_path)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    said = "taught as not their class (--backwards, --reverse): lie_down (0.5 of a share each)\n"
-    assert said in r.stderr
-    metrics = json.loads((tmp_path / "runs" / "rev" / "metrics.json").read_text())
-    assert metrics["config"]["reverse_share"] == 0.5
-    bad = train("--data", str(tiny_actions), "--reverse", "lie_down", "get_up", tmp=tmp_path)
-    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
-    assert "--reverse: expected classes of" in bad.stderr and "found lie_down get_up" in bad.stderr
-    assert not (tmp_path / "runs" / "actions-t3s1-sync").exists()  # nothing written

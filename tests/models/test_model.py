@@ -205,12 +205,11 @@ def test_a_single_frame_edge_hf_checkpoint_starts_a_hyperframe_model(tmp_path, m
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["posture-t1.pt", "posture-ft7.pt", "posture-ft8.pt"])
-def test_the_shipped_posture_weights_start_the_realtime_model(name: str):
-    """models/weights/posture-*.pt (README: Eighth, Twenty-second, Twenty-fourth rounds) start
-    the realtime recipe's model, T=3 with diff input and any classes: its stem sees the centre
-    frame only."""
-    path = Path(__file__).parents[2] / "models" / "weights" / name
+def test_the_shipped_posture_weights_start_the_realtime_model():
+    """models/weights/posture-ft8.pt (still postures on rendered scenes; the demo recipe's
+    start) starts the realtime recipe's model, T=3 with diff input and any classes: its stem
+    sees the centre frame only."""
+    path = Path(__file__).parents[2] / "models" / "weights" / "posture-ft8.pt"
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     stem = ckpt["model"]["backbone.conv_stem.weight"]
     assert stem.shape[1] == 3 and '"frames": 1' in ckpt["spec"]
@@ -225,8 +224,8 @@ def test_the_shipped_posture_weights_start_the_realtime_model(name: str):
 
 @pytest.mark.parametrize("frames", [1, 3, 5])
 def test_the_shipped_fall_model_starts_a_users_classes(frames: int):
-    """models/weights/falls-t3.pt (the realtime recipe's start; README: Starting from a fall
-    model) starts a user's folder of other classes in any order and T: the stem sees what the
+    """models/weights/falls-t3.pt (the realtime-cpu recipe's start: a fall model of the
+    realistic world) starts a user's folder of other classes in any order and T: the stem sees what the
     fall model saw around the centre frame, and at T=3 `fall` starts as its fall."""
     path = Path(__file__).parents[2] / "models" / "weights" / "falls-t3.pt"
     ckpt = torch.load(path, map_location="cpu", weights_only=True)

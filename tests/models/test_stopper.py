@@ -39,7 +39,7 @@ def test_stopper_picks_the_checkpoint_and_detects_the_plateau(rows, patience, st
 def test_no_epoch_before_the_windows_are_chosen_is_kept_once_one_after_is(rows, best):
     """With --action-top on alert clips labelled whole, the first epochs train every window of a
     fall clip as the fall: once an epoch from the choice's start is recorded, none before it is
-    kept (a fine-tune from a fall model scored best at its second epoch, README: Starting from a
+    kept (a fine-tune from a fall model scored best at its second epoch, docs/results.md: starting from a
     fall model)."""
     s = Stopper(0, 0.0, from_epoch=3)
     kept = [epoch for epoch, (top1, loss) in enumerate(rows, 1) if s.update(epoch, top1, loss)]

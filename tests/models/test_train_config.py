@@ -22,15 +22,6 @@ from tests.conftest import run_module
         ),
         (["--recipe", "realtime-cpu"], "--data is required"),
         (["--data", "x", "--aug", "shuffle"], "aug: expected sync / per-frame / none"),
-        (
-            ["--data", "x", "--crop-area", "1.2", "0.6"],
-            "crop_area: expected LO HI with 0.1 <= LO <= HI <= 4",
-        ),
-        (["--data", "x", "--contrast-gain", "0", "1"], "contrast_gain: expected LO HI"),
-        (
-            ["--data", "x", "--reverse-share", "0"],
-            "reverse_share: expected a fraction in (0, 1], found 0.0",
-        ),
     ],
 )
 def test_bad_config(argv, message):
@@ -52,18 +43,6 @@ def test_every_recipe_parses():
     assert (
         parse(["--recipe", "realtime-cpu", "--data", "x", "--frames", "5"]).frames == 5
     )  # flags win
-
-
-def test_augmentation_ranges_come_from_flags_and_recipes(tmp_path: Path):
-    cfg = parse(["--data", "x", "--crop-area", "0.6", "1.6", "--contrast-gain", "0.5", "1.2"])
-    assert cfg.crop_area == (0.6, 1.6) and cfg.contrast_gain == (0.5, 1.2)
-    recipe = tmp_path / "mine.toml"
-    recipe.write_text("crop_area = [0.8, 1.5]\n")
-    assert parse(["--recipe", str(recipe), "--data", "x"]).crop_area == (0.8, 1.5)
-    assert parse(["--data", "x"]).contrast_gain == (0.8, 1.2)
-    recipe.write_text('contrast_gain = [0.5, "high"]\n')
-    with pytest.raises(DataError, match=r"contrast_gain: expected LO HI .*found \(0.5, 'high'\)"):
-        parse(["--recipe", str(recipe), "--data", "x"])
 
 
 def test_a_recipe_starts_from_weights_beside_it_unless_told_otherwise(tmp_path: Path):

@@ -42,7 +42,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("mqtt.client_id", "--mqtt-client-id",    text,         None,    "MQTT client id (default: edge-hf-HOSTNAME-PREFIX)"),
     Option("mqtt.stats_interval", "--stats-interval", stats_interval_check, 60.0, "seconds between <prefix>/stats messages"),
     Option("mqtt.reconnect_max", "--mqtt-reconnect-max", reconnect_max, 30.0,   "longest wait between attempts to reach the broker (from 1 s, doubling)"),
-    Option("mqtt.discovery", "--mqtt-discovery",    boolean,      False,   "publish Home Assistant discovery configs (a device per camera; see README)", "bool"),
+    Option("mqtt.discovery", "--mqtt-discovery",    boolean,      False,   "publish Home Assistant discovery configs (a device per camera; docs/runtime.md)", "bool"),
     Option("mqtt.discovery_prefix", "--mqtt-discovery-prefix", text, "homeassistant", "Home Assistant's discovery prefix"),
     Option("spool.dir",      "--state-dir",         path,         None,    "where the alert spool lives (default: $STATE_DIRECTORY, else ~/.local/state/edge-hf)"),
     Option("spool.max_rows", "--spool-max-rows",    max_rows,     10_000,  "alerts kept while the broker is unreachable; the oldest go first"),

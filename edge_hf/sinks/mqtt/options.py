@@ -167,7 +167,7 @@ def tls_context(tls: TlsFiles) -> ssl.SSLContext:
             f"expected PEM files"
         ) from None
     if tls.insecure:
-        ctx.check_hostname = False  # the chain is still verified; see README
+        ctx.check_hostname = False  # the chain is still verified, only the name is not
     return ctx
 
 
