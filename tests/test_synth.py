@@ -1,4 +1,4 @@
-"""Tests for edge_hf/synth.py: procedural scenes where one frame is ambiguous and motion is not."""
+"""Tests for edge_hf/synth/: procedural scenes where one frame is ambiguous and motion is not."""
 
 from __future__ import annotations
 

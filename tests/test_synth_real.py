@@ -1,5 +1,5 @@
-"""Tests for the ``real`` preset of edge_hf/synth.py (edge_hf/_scene_real.py, _distractors.py,
-_textures.py, _timelines.py, _story.py): domain-randomised scenes, hard negatives, stories."""
+"""Tests for the ``real`` preset of edge_hf/synth/ (scene_real.py, distractors.py, textures.py,
+timelines.py, story.py): domain-randomised scenes, hard negatives, stories."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_hf import _distractors as dis
-from edge_hf import _textures as tex
 from edge_hf import synth
 from edge_hf.errors import UsageError
 from edge_hf.sources.base import SourceOptions
 from edge_hf.sources.synth import SynthSource
+from edge_hf.synth import distractors as dis
+from edge_hf.synth import textures as tex
 from tests.conftest import ROOT
 
 SIZE = (90, 160)

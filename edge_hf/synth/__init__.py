@@ -28,7 +28,7 @@ Hard negatives (``HARD_NEGATIVES``, short clips): ``sit_down`` (to the floor, th
 ``crouch`` (down and up), ``pick_up`` (bend to the floor and up), ``stumble`` (a fall's start,
 caught), ``turn`` (stop mid-walk, walk back), ``get_up`` (from lying); ``other`` is one of them
 drawn from the seed. ``story`` is a long stream (``SceneParams.story_s``) with ``falls`` falls and
-frame labels ``STORY_LABELS`` (see :mod:`edge_hf._story`).
+frame labels ``STORY_LABELS`` (see :mod:`edge_hf.synth.story`).
 
 Mixed speed (``MIXED_SPEED``, for temporal pyramids): ``fall_stay`` and ``fall_recover`` are the
 same fall, at a speed drawn from 0.25 to 1.2 s (fast and slow falls alike), followed by lying
@@ -37,7 +37,7 @@ the get-up (``phases()``: stand or walk, fall, lying, get_up, stand).
 
 Presets (``PRESETS``): ``easy`` is one figure on a flat, gradient or shapes background, nothing
 else moving (the scenes above, as first made). ``real`` is domain-randomised so a model cannot
-lean on a clean scene (:mod:`edge_hf._scene_real`): photographs (passed in as arrays; edge_hf
+lean on a clean scene (:mod:`edge_hf.synth.scene_real`): photographs (passed in as arrays; edge_hf
 ships none) or procedural textures, furniture, light and colour changes, a figure of any size
 and colour (low contrast too) that may enter or leave the frame or be partly hidden, other
 walkers, cars, a swinging lamp, flicker and light switches, noise, shake and blur; falls and
@@ -58,13 +58,13 @@ from math import pi
 import cv2
 import numpy as np
 
-from edge_hf import _figure as fig
-from edge_hf import _scenery, _story
-from edge_hf import _timelines as tl
-from edge_hf._distractors import CLIP_HORIZON_S, Layout
-from edge_hf._scene_real import RealLayers
-from edge_hf._story import STORY_LABELS
-from edge_hf._timelines import HARD_NEGATIVES, MIXED_SPEED
+from edge_hf.synth import figure as fig
+from edge_hf.synth import scenery, story
+from edge_hf.synth import timelines as tl
+from edge_hf.synth.distractors import CLIP_HORIZON_S, Layout
+from edge_hf.synth.scene_real import RealLayers
+from edge_hf.synth.story import STORY_LABELS
+from edge_hf.synth.timelines import HARD_NEGATIVES, MIXED_SPEED
 
 ACTIONS: tuple[str, ...] = ("walk_left", "walk_right", "wave", "hold", "fall", "lie_down")
 SCENES: tuple[str, ...] = (*ACTIONS, "demo")
@@ -204,7 +204,7 @@ _TIMELINES = {
     "fall_stay": lambda st: tl.fall_then(st, recover=False),
     "fall_recover": lambda st: tl.fall_then(st, recover=True),
     "other": tl.other_clip,
-    "story": _story.story,
+    "story": story.story,
 }
 _STORIES = ("demo", "story")  # labelled frame by frame; every other scene is one label
 
@@ -252,7 +252,7 @@ class Scene:
         self.length = len(poses)
         self._segments = self._phases if name in _STORIES else [(0, self.length - 1, name)]
         self._labels = [label for s, e, label in self._segments for _ in range(e - s + 1)]
-        self._frames = list(zip(poses, _scenery.shake(params, self.length, self.fps), strict=True))
+        self._frames = list(zip(poses, scenery.shake(params, self.length, self.fps), strict=True))
         self._pad = int(np.ceil(params.jitter))
         self._layers: RealLayers | None = None
         color = params.color
@@ -265,10 +265,10 @@ class Scene:
             self._bg, color = self._layers.bg, self._layers.color
             clothes = (self._layers.upper, self._layers.head)
         else:
-            self._bg = _scenery.background(params, self.size, self._pad)
+            self._bg = scenery.background(params, self.size, self._pad)
             clothes = (None, None)
         self._body = fig.Body(fig_h, thick, color, params.floor * hgt, *clothes)
-        self._noise = _scenery.noise_tiles(params, self.size)
+        self._noise = scenery.noise_tiles(params, self.size)
         self._shape = (hgt, wid, 3)
 
     @property
@@ -311,7 +311,7 @@ class Scene:
             layers.finish(out, i)
         if self._noise:
             pos, neg = self._noise[i % len(self._noise)]
-            oy, ox = (i * 5) % _scenery.NOISE_PAD, (i * 11) % _scenery.NOISE_PAD
+            oy, ox = (i * 5) % scenery.NOISE_PAD, (i * 11) % scenery.NOISE_PAD
             cv2.add(out, pos[oy : oy + hgt, ox : ox + wid], dst=out)
             cv2.subtract(out, neg[oy : oy + hgt, ox : ox + wid], dst=out)
 

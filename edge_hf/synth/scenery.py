@@ -1,6 +1,6 @@
 """Static scenery of the ``easy`` preset (numpy/OpenCV only), made once per scene: the
 background, sensor-noise tiles and the camera-shake offsets. The ``real`` preset builds its own
-scenery in :mod:`edge_hf._scene_real` and reuses the noise tiles and the shake."""
+scenery in :mod:`edge_hf.synth.scene_real` and reuses the noise tiles and the shake."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import cv2
 import numpy as np
 
-from edge_hf._figure import bgr
+from edge_hf.synth.figure import bgr
 
 if TYPE_CHECKING:
     from edge_hf.synth import SceneParams

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import cv2
 import numpy as np
 
-from edge_hf import _figure as fig
+from edge_hf.synth import figure as fig
 
 CLIP_HORIZON_S = 8.0  # clips shorter than this plan their distractors over this many seconds
 _SHIFT, _ONE = 4, 16  # cv2 fixed-point bits

@@ -5,12 +5,12 @@ look-alike pair with one seed shares every pixel that is not the figure's motion
 
 - the background: a random crop of a photograph (``photos``: plain uint8 arrays the caller
   passes in, e.g. ``models.backgrounds``; edge_hf never loads any) or a procedural texture
-  (:mod:`edge_hf._textures`), often with a separate floor, a few pieces of furniture, then
+  (:mod:`edge_hf.synth.textures`), often with a separate floor, a few pieces of furniture, then
   brightness, contrast, colour cast, blur and vignetting;
 - the figure's colour: high contrast, low contrast against the floor band (dark on dark, light
   on light) or anything at all; sometimes a top of another colour and a face;
 - an occluder in front of the figure (a post, a low box, a bush) in some scenes;
-- distractors (:mod:`edge_hf._distractors`): walkers, cars, a pendulum lamp, the light;
+- distractors (:mod:`edge_hf.synth.distractors`): walkers, cars, a pendulum lamp, the light;
 - a defocus blur of the whole frame in some scenes.
 
 Compression is not drawn here: the dataset writer encodes clips at random JPEG quality or H.264.
@@ -23,9 +23,9 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from edge_hf import _distractors as dis
-from edge_hf import _textures as tex
-from edge_hf._figure import bgr
+from edge_hf.synth import distractors as dis
+from edge_hf.synth import textures as tex
+from edge_hf.synth.figure import bgr
 
 BGR = tuple[int, int, int]
 

@@ -15,8 +15,8 @@ from math import pi, sin
 
 import numpy as np
 
-from edge_hf import _figure as fig
-from edge_hf import _timelines as tl
+from edge_hf.synth import figure as fig
+from edge_hf.synth import timelines as tl
 
 STORY_LABELS: tuple[str, ...] = (
     "walk", "stand", "fall", "lying", "get_up", "lie_down", "sit_down", "sitting", "crouch",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from edge_hf import _figure as fig
+from edge_hf.synth import figure as fig
 
 if TYPE_CHECKING:
     from edge_hf.synth import SceneParams
