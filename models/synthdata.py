@@ -130,12 +130,10 @@ def write_action_dataset(
     workers: int = 1,
     mixed: bool = False,
     codec: str = "mjpeg",
-    train_pool: str = "train",
 ) -> int:
     """Write the UCF101-layout dataset of `preset` (``mixed``: with the mixed-speed pair for
     ``fall``, see ``classes``); returns the number of frames written. ``codec`` (real preset):
-    ``mjpeg``, ``h264``, or ``mixed``: each clip one of the two, drawn from its seed.
-    ``train_pool``: the training clips' photographs (``models.backgrounds``)."""
+    ``mjpeg``, ``h264``, or ``mixed``: each clip one of the two, drawn from its seed."""
     out.mkdir(parents=True, exist_ok=True)
     names = classes(preset, mixed)
     train, test, jobs = [], [], []
@@ -147,7 +145,7 @@ def write_action_dataset(
             group, clip = k // CLIPS_PER_GROUP + 1, k % CLIPS_PER_GROUP + 1
             rel = f"{action}/v_{action}_g{group:02d}_c{clip:02d}.avi"
             is_test = group % TEST_EVERY == 1
-            pool = "held-out" if is_test else train_pool
+            pool = "held-out" if is_test else "train"
             # one seed per (clip, class) pair: the pairs share looks, so appearance cannot tell them apart
             jobs.append(
                 Job(
@@ -203,13 +201,11 @@ def write_streams(
     codec: str = "mjpeg-default",
     workers: int = 1,
     training: bool = False,
-    train_pool: str = "train",
 ) -> int:
     """Long clips with frame-level segments: the demo story (easy) or stories on held-out
     photographs (real). ``training``: real stories on the training photographs with seeds no
     evaluation stream uses, labelled with the action dataset's classes (``annotations``) for
-    ``models.train --more-data``, on the photographs of ``train_pool``. Returns the number of
-    frames written."""
+    ``models.train --more-data``. Returns the number of frames written."""
     out.mkdir(parents=True, exist_ok=True)
     suffix = ".mp4" if codec == "h264" else ".avi"
     jobs = []
@@ -217,7 +213,7 @@ def write_streams(
         s = seed * 100_000 + (TRAIN_STREAM_SEED if training else STREAM_SEED) + k
         if preset == "real":
             story = (60.0 * minutes, stream_falls(k, minutes, seed))
-            pool = train_pool if training else "held-out"
+            pool = "train" if training else "held-out"
             job = Job(out / f"story_{k:03d}{suffix}", "story", s, size, fps, preset, pool,
                       codec, story, directed=training)  # fmt: skip
         else:
@@ -341,13 +337,6 @@ def _parser() -> argparse.ArgumentParser:
         help="real streams: h264 (ffmpeg, random bit rate) or mjpeg (random JPEG quality) "
         "(default: %(default)s)",
     )
-    ap.add_argument(
-        "--photos",
-        choices=tuple(backgrounds.PHOTOS),
-        default="train",
-        help="real: training clips' photos: the 9; in 7 forms each (varied); with masts painted "
-        "on 2 more (poles, varied-poles); models.backgrounds. Test clips, --streams keep theirs",
-    )
     for flag, kind, default, text in _FLAGS:
         shown = "x".join(map(str, default)) if isinstance(default, tuple) else "%(default)s"
         ap.add_argument(flag, type=kind, default=default, help=f"{text} (default: {shown})")
@@ -362,15 +351,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(
             "--clips-per-class, --streams, --train-streams and --seed must be >= 0, --jobs >= 1"
         )
-    if (args.train_streams or args.photos != "train") and args.preset != "real":
-        ap.error("--train-streams and --photos need --preset real (easy draws no photographs)")
+    if args.train_streams and args.preset != "real":
+        ap.error("--train-streams needs --preset real (easy draws no photographs)")
     if not 0 < args.stream_minutes <= 24 * 60 or not 0 < args.fps <= 1000:
         ap.error("--stream-minutes must be in (0, 1440] and --fps in (0, 1000]")
-    t0, pool = time.perf_counter(), backgrounds.PHOTOS[args.photos]
+    t0 = time.perf_counter()
     try:
         n = write_action_dataset(
             args.out, args.clips_per_class, args.size, args.seed, args.fps, preset=args.preset,
-            workers=args.jobs, mixed=args.mixed_speed, codec=args.clip_codec, train_pool=pool,
+            workers=args.jobs, mixed=args.mixed_speed, codec=args.clip_codec,
         )  # fmt: skip
         t1 = time.perf_counter()
         print(f"wrote {args.out}: {n} frames in {t1 - t0:.1f} s ({_rate(n, t1 - t0)})")
@@ -387,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
             m = write_streams(
                 args.out / "train-streams", args.train_streams, args.size, args.seed, args.fps,
                 preset="real", minutes=args.stream_minutes, codec=args.stream_codec,
-                workers=args.jobs, training=True, train_pool=pool,
+                workers=args.jobs, training=True,
             )  # fmt: skip
             _report(args.out / "train-streams", m, args.fps, time.perf_counter() - t2)
     except (synthvideo.EncoderMissing, BackgroundError) as e:

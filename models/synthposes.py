@@ -1,7 +1,7 @@
 """Write a still-posture set for pretraining: many scenes, each seen for three frames.
 
     python -m models.synthposes OUT [--per-class 3000] [--seed 0] [--jobs 2]
-                                [--as lying=lying:500,stand=other:100,...] [--far P] [--frames N]
+                                [--as lying=lying:500,stand=other:100,...] [--frames N]
 
 Each clip is three (``--frames``) consecutive frames of one ``real`` scene (``edge_hf.synth``,
 training photographs only, every distractor) at a moment when the figure holds one of the postures
@@ -19,11 +19,6 @@ empty ``flip.json`` (a mirrored posture is the same posture). Seeds never used b
 dataset names it, for ``models.train --more-data`` beside it: many scenes of a still pose
 the action clips show in few (lying after a fall in scenes the training never saw; docs/results.md). ``classes.txt`` then lists those labels.
 
-``--far P`` draws each clip's figure far (under ``synth.FAR`` of the frame's height, as a far
-figure of the ``real`` preset) with probability P instead of the preset's ``synth.FAR_SHARE``,
-the rest of its scene as drawn (docs/results.md). Without it, a seed writes the same
-clips as before.
-
 ``--frames N`` writes N consecutive frames a clip instead of three, for a hyperframe that spans
 more (``--frames 7 --stride 2`` reads 13); a clip stays inside the posture's phase of its scene
 (a phase shorter than N frames: its last frame repeats).
@@ -40,7 +35,6 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -73,20 +67,7 @@ class Job(NamedTuple):
     posture: str
     k: int
     seed: int
-    far: float | None = None  # chance of a far figure; None: the real preset's own draw
-    pool: str = "train"  # a models.backgrounds.POOLS name
     frames: int = FRAMES
-
-
-def _params(seed: int, far: float | None) -> synth.SceneParams:
-    """The scene's parameters of the real preset; with ``far``, its figure's height drawn again
-    from the preset's far range with that chance, else from its near one."""
-    params = synth.SceneParams.sample(seed, "real")
-    if far is None:
-        return params
-    rng = np.random.default_rng([seed, 23])
-    near_or_far = synth.HEIGHTS["far" if rng.random() < far else "near"]
-    return replace(params, height=float(rng.uniform(*near_or_far)))
 
 
 def _write(job: Job) -> tuple[str, int, int, str] | None:
@@ -96,9 +77,9 @@ def _write(job: Job) -> tuple[str, int, int, str] | None:
     rng = np.random.default_rng(seed)
     scenes, labels, (a, b) = POSTURES[job.posture]
     name = scenes[int(rng.integers(len(scenes)))]
-    params = _params(seed, job.far)
+    params = synth.SceneParams.sample(seed, "real")
     scene = synth.make_scene(
-        name, size=SIZE, fps=FPS, params=params, preset="real", photos=backgrounds.load(job.pool)
+        name, size=SIZE, fps=FPS, params=params, preset="real", photos=backgrounds.load("train")
     )
     spans = [(s, e) for s, e, lab in scene.phases() if lab in labels]
     if not spans:
@@ -123,18 +104,14 @@ def write_postures(
     seed: int = 0,
     workers: int = 1,
     as_labels: dict[str, tuple[str, int]] | None = None,
-    far: float | None = None,
-    pool: str = "train",
     frames: int = FRAMES,
 ) -> int:
     """Write the set; returns the number of clips. ``as_labels`` (posture: (label, clips)):
-    only those postures, that many clips each, labelled so; ``far``: the chance of a far figure
-    (None: the real preset's); ``pool``: the photographs (``models.backgrounds``); ``frames``:
-    each clip's frames."""
+    only those postures, that many clips each, labelled so; ``frames``: each clip's frames."""
     plan = as_labels or {p: (p, per_class) for p in POSTURES}
     for p in plan:
         (out / p).mkdir(parents=True, exist_ok=True)
-    jobs = [Job(out, p, k, seed, far, pool, frames) for p, (_, n) in plan.items() for k in range(n)]
+    jobs = [Job(out, p, k, seed, frames) for p, (_, n) in plan.items() for k in range(n)]
     if workers <= 1:
         rows = [_write(j) for j in jobs]
     else:
@@ -188,26 +165,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="only these postures, that many clips each (not --per-class), "
                     "labelled for an action dataset (--more-data), e.g. lying=lying:500,"
                     "stand=other:100")  # fmt: skip
-    ap.add_argument("--far", type=float, metavar="P",
-                    help=f"chance that a clip's figure is far (under {synth.FAR} of the frame's "
-                    f"height; default: the real preset's {synth.FAR_SHARE})")  # fmt: skip
-    ap.add_argument("--photos", choices=tuple(backgrounds.PHOTOS), default="train",
-                    help="the training photographs as models.synthdata --photos: the nine, "
-                    "in more forms, with poles painted on (default: %(default)s)")  # fmt: skip
     ap.add_argument("--frames", type=int, default=FRAMES, metavar="N",
                     help="frames a clip, for a hyperframe that reads more than three "
                     "(T=7 stride 2: 13; default: %(default)s)")  # fmt: skip
     args = ap.parse_args(argv)
     if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
         ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")
-    if args.far is not None and not 0.0 <= args.far <= 1.0:
-        ap.error(f"--far must be a chance in 0..1, found {args.far}")
     if not 1 <= args.frames <= MAX_FRAMES:
         ap.error(f"--frames must be in 1..{MAX_FRAMES}, found {args.frames}")
     t0 = time.perf_counter()
     try:
-        n = write_postures(args.out, args.per_class, args.seed, args.jobs, args.as_labels,
-                           args.far, backgrounds.PHOTOS[args.photos], args.frames)  # fmt: skip
+        n = write_postures(
+            args.out, args.per_class, args.seed, args.jobs, args.as_labels, args.frames
+        )
     except BackgroundError as e:
         print(f"models.synthposes: error: {e}", file=sys.stderr)
         return 3

@@ -13,7 +13,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import cv2
-import numpy as np
 import pytest
 
 from edge_hf import synth
@@ -36,53 +35,12 @@ def test_photo_pools_are_in_the_wheel_and_disjoint() -> None:
     assert not set(backgrounds.TRAIN) & set(backgrounds.HELD_OUT)
     for pool in backgrounds.POOLS:
         photos = backgrounds.load(pool)
-        forms = backgrounds.FORMS.get(pool, 1)
-        assert len(photos) == forms * len(backgrounds.POOLS[pool]) >= 4
+        assert len(photos) == len(backgrounds.POOLS[pool]) >= 4
         assert all(p.dtype == "uint8" and min(p.shape[:2]) >= 150 for p in photos)
     train = {p.tobytes() for p in backgrounds.load("train")}
     assert not any(p.tobytes() in train for p in backgrounds.load("held-out"))
     with pytest.raises(ValueError, match="unknown background pool 'test'"):
         backgrounds.load("test")
-
-
-def test_varied_photos_are_the_training_photos_in_seven_forms() -> None:
-    train, varied = backgrounds.load("train"), backgrounds.load("train-varied")
-    held = {p.tobytes() for p in backgrounds.load("held-out")}
-    assert not any(p.tobytes() in held for p in varied)
-    for i, img in enumerate(train):
-        forms = varied[7 * i : 7 * i + 7]
-        assert np.array_equal(forms[0], img) and all(
-            f.dtype == "uint8" and f.ndim == 3 for f in forms
-        )
-        assert len({f.tobytes() for f in forms}) == 7  # no form repeats another
-        h, w = img.shape[:2]
-        assert [f.shape[:2] for f in forms] == [(h, w)] * 4 + [(w, h)] + [(h, w)] * 2
-        assert np.array_equal(forms[3], img[::-1]) and np.array_equal(forms[4], np.rot90(img))
-        assert np.array_equal(forms[5], 255 - img)
-        assert np.array_equal(forms[6][:, : w // 2], img[:, : w // 2])  # then the next photo
-        grey = np.ptp(img.astype(int), axis=2).max() == 0
-        # grey photos are tinted (not grey any more); colour ones get their channels rotated
-        assert all(np.ptp(f.astype(int), axis=2).max() > 0 for f in forms[1:3])
-        if not grey:
-            assert np.array_equal(forms[1], img[..., [1, 2, 0]])
-
-
-def test_poles_forms_paint_thin_uprights_over_the_photo_and_its_upside_down_form() -> None:
-    train, varied = backgrounds.load("train"), backgrounds.load("train-varied")
-    with_poles, only_poles = backgrounds.load("train-varied-poles"), backgrounds.load("train-poles")
-    for i, img in enumerate(train):
-        forms = with_poles[9 * i : 9 * i + 9]
-        assert all(np.array_equal(a, b) for a, b in zip(forms[:7], varied[7 * i :], strict=False))
-        three = only_poles[3 * i : 3 * i + 3]  # the photo and the same two painted forms
-        assert all(np.array_equal(a, b) for a, b in zip(three, [img, *forms[7:]], strict=True))
-        for painted, base in ((forms[7], img), (forms[8], img[::-1])):
-            changed = np.any(painted != base, axis=2)
-            h, w = changed.shape
-            assert 0.01 < changed.mean() < 0.35  # thin lines, not a new picture
-            assert (changed.mean(axis=0) > 0.35).sum() >= 2  # at least two long uprights
-            assert np.array_equal(painted[~changed], base[~changed])
-    again = backgrounds.varied(train, poles=True)  # seeded: the same pool in every process
-    assert all(np.array_equal(a, b) for a, b in zip(again, with_poles, strict=True))
 
 
 def test_photos_load_without_scikit_image_fetchers() -> None:
@@ -235,20 +193,6 @@ def test_cli_writes_a_real_dataset_by_default(tmp_path: Path) -> None:
     assert fourcc == {"MJPG", "h264"}, fourcc
 
 
-def test_cli_varied_photos_change_the_training_clips_only(tmp_path: Path) -> None:
-    args = ["--clips-per-class", "4", "--size", "48x64", "--clip-codec", "mjpeg", "--jobs", "1"]
-    for name, extra in (("plain", []), ("varied", ["--photos", "varied"])):
-        r = run_module("models.synthdata", str(tmp_path / name), *args, *extra)
-        assert r.returncode == 0, r.stderr
-    test = (tmp_path / "plain" / "testlist01.txt").read_text().split()
-    train = (tmp_path / "plain" / "trainlist01.txt").read_text().split()[::2]
-    assert test and train
-    same = [(tmp_path / "plain" / v).read_bytes() == (tmp_path / "varied" / v).read_bytes()
-            for v in test + train]  # fmt: skip
-    assert all(same[: len(test)])  # held-out photographs: the same clips
-    assert not all(same[len(test) :])  # most training scenes draw another photograph
-
-
 def _fourcc(path: Path) -> str:
     cap = cv2.VideoCapture(str(path))
     code = int(cap.get(cv2.CAP_PROP_FOURCC))
@@ -273,8 +217,8 @@ def test_cli_help_explains_every_flag() -> None:
     r = run_module("models.synthdata", "--help")
     assert r.returncode == 0
     text = " ".join(r.stdout.split())
-    for phrase in ("output folder", "hard negatives", "are test clips", "labelled streams", "poles",
-                   "minutes", "bit rate", "HxW", "frame rate", "seed of everything", "worker"):  # fmt: skip
+    for phrase in ("output folder", "hard negatives", "are test clips", "labelled streams", "minutes",
+                   "bit rate", "HxW", "frame rate", "seed of everything", "worker"):  # fmt: skip
         assert phrase in text, phrase
 
 
@@ -309,12 +253,6 @@ def test_training_streams_use_training_photos_and_the_action_classes(tmp_path: P
         synthdata.write_streams(tmp_path, 2, SIZE, seed=0, preset="real", minutes=0.4,
                                 codec="mjpeg", training=True)  # fmt: skip
     assert {pool for pool, _ in used} == {"train"}
-    used.clear()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(synthdata, "_scene", spy)
-        synthdata.write_streams(tmp_path / "v", 1, SIZE, seed=0, preset="real", minutes=0.2,
-                                codec="mjpeg", training=True, train_pool="train-varied")  # fmt: skip
-    assert {pool for pool, _ in used} == {"train-varied"}
     evaluation = {0 * 100_000 + synthdata.STREAM_SEED + k for k in range(40)}
     assert not {seed for _, seed in used} & evaluation
     ds = data.load(tmp_path, val_fraction=0.5, test_fraction=0)
@@ -327,6 +265,5 @@ def test_cli_training_streams_need_the_real_preset(tmp_path: Path) -> None:
     r = run_module(
         "models.synthdata", str(tmp_path / "d"), "--preset", "easy", "--train-streams", "1"
     )
-    assert r.returncode == 2 and "--train-streams and --photos need --preset real" in r.stderr
-    r = run_module("models.synthdata", str(tmp_path / "e"), "--preset", "easy", "--photos", "poles")
-    assert r.returncode == 2 and "need --preset real" in r.stderr and not (tmp_path / "e").exists()
+    assert r.returncode == 2 and "--train-streams needs --preset real" in r.stderr
+    assert not (tmp_path / "d").exists()

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-from edge_hf import synth
 from models import data, synthposes
 from tests.conftest import run_module
 
@@ -89,45 +87,6 @@ def test_cli_as_writes_the_named_postures_and_rejects_unknown_ones(tmp_path: Pat
         out = run_module("models.synthposes", str(tmp_path / "q"), "--as", bad)
         assert out.returncode == 2 and "expected" in out.stderr and bad.split(",")[-1] in out.stderr
         assert "Traceback" not in out.stderr and not (tmp_path / "q").exists()
-
-
-def test_far_draws_the_figures_far_by_its_chance_and_leaves_the_rest_of_the_scene() -> None:
-    """``--far P``: each figure far (under synth.FAR of the frame's height) with chance P, the
-    scene otherwise as the real preset draws it; no ``--far``, the preset's own parameters."""
-    seeds = range(2_000_000, 2_000_200)
-    real = [synth.SceneParams.sample(s, "real") for s in seeds]
-    assert [synthposes._params(s, None) for s in seeds] == real
-    assert all(synthposes._params(s, 1.0).height < synth.FAR for s in seeds)
-    assert all(synthposes._params(s, 0.0).height >= synth.FAR for s in seeds)
-    half = [synthposes._params(s, 0.6) for s in seeds]
-    assert 100 <= sum(p.height < synth.FAR for p in half) <= 140  # 0.6 of 200 (binomial sd 7)
-    assert sum(p.height < synth.FAR for p in real) <= 80  # the preset's 0.3
-    assert all(
-        replace(p, height=0.5) == replace(r, height=0.5) for p, r in zip(half, real, strict=True)
-    )
-
-
-def test_cli_far_is_a_chance(tmp_path: Path) -> None:
-    r = run_module("models.synthposes", str(tmp_path / "p"), "--as", "lying=lying:2", "--far",
-                   "1", "--jobs", "1")  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    bad = run_module("models.synthposes", str(tmp_path / "q"), "--far", "1.5")
-    assert bad.returncode == 2 and "--far must be a chance in 0..1, found 1.5" in bad.stderr
-    assert "Traceback" not in bad.stderr and not (tmp_path / "q").exists()
-
-
-def test_cli_varied_photos_draw_the_same_postures_on_other_backgrounds(tmp_path: Path) -> None:
-    sets = {}
-    for name, extra in (("plain", []), ("varied", ["--photos", "varied"])):
-        out = tmp_path / name
-        r = run_module(
-            "models.synthposes", str(out), "--as", "lying=lying:6", "--jobs", "1", *extra
-        )
-        assert r.returncode == 0, r.stderr
-        sets[name] = {p.name: _read(p) for p in sorted((out / "lying").glob("*.avi"))}
-    assert sets["plain"].keys() == sets["varied"].keys() and len(sets["plain"]) >= 5
-    differ = [not np.array_equal(sets["plain"][k][0], sets["varied"][k][0]) for k in sets["plain"]]
-    assert sum(differ) >= 2  # scenes on a photograph draw another one (textures stay)
 
 
 def test_frames_writes_longer_clips_of_the_same_posture(tmp_path: Path) -> None:
