@@ -30,6 +30,7 @@ def tiny_ckpt(tiny_actions: Path, tmp_path_factory) -> Path:
         if todo:
             argv = ["--recipe", "realtime-cpu", "--data", str(tiny_actions), "--size", str(SIZE)]
             argv += ["--epochs", "2", "--batch", "8", "--samples-per-clip", "2", "--name", "tiny"]
+            argv += ["--soup", "1"]  # one run, not the recipe's three members: the export is alike
             argv += ["--out", str(tmp / "runs"), "--cache", str(tmp / "cache")]
             train(parse(argv))
     return tmp / "runs" / "tiny" / "best.pt"
@@ -58,6 +59,34 @@ def exported(tiny_ckpt: Path, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def report(exported: Path) -> dict:
     return json.loads((exported / "report.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def tuned_export(tiny_ckpt: Path, unseen: Path, unseen_too: Path, tmp_path_factory):
+    """The tiny checkpoint exported with INT8 and the wait chosen on ``unseen`` (--tune) and
+    every file measured on ``unseen_too`` (--held-out): one export for both options' tests (an
+    INT8 export with its choice of ranges costs about a minute here), built by one worker.
+    (the folder, what the command printed)"""
+    with built_once(tmp_path_factory, "tuned") as (root, todo):
+        out = root / "exp"
+        if todo:
+            fast = ["--subset-size", "50", "--repeats", "2", "--then", "none"]
+            args = [str(tiny_ckpt), "--formats", "onnx,openvino-int8", *fast, "--out", str(out)]
+            r = run_export(*args, "--tune", str(unseen), "--held-out", str(unseen_too))
+            assert r.returncode == 0, r.stderr
+            (root / "stdout.txt").write_text(r.stdout)
+    return out, (root / "stdout.txt").read_text()
+
+
+@pytest.fixture(scope="session")
+def unseen_too(tmp_path_factory) -> Path:
+    """A second dataset of the same classes with a third seed (--held-out beside --tune)."""
+    from models.synthdata import write_action_dataset
+
+    with built_once(tmp_path_factory, "unseen-too") as (root, todo):
+        if todo:
+            write_action_dataset(root, 2, (72, 96), seed=10)
+    return root
 
 
 @pytest.fixture(scope="session")

@@ -45,13 +45,8 @@ def test_labels_per_frame_cannot_tune_a_model_scored_per_window(tiny_ckpt: Path,
         tuned_on(per_frame, unseen, ckpt.spec, ckpt.config)
 
 
-def test_the_export_is_chosen_on_the_tune_dataset_and_says_so(
-    tiny_ckpt: Path, unseen: Path, tmp_path
-):
-    out = tmp_path / "exp"
-    args = [str(tiny_ckpt), "--formats", "onnx,openvino-int8", *FAST, "--out", str(out)]
-    r = run_export(*args, "--tune", str(unseen))
-    assert r.returncode == 0, r.stderr
+def test_the_export_is_chosen_on_the_tune_dataset_and_says_so(tuned_export, unseen: Path):
+    out, _ = tuned_export
     report = json.loads((out / "report.json").read_text())
     assert report["data"]["tune"] == {"dataset": str(unseen), "videos": 12}
     on = report["export"]["quantization"]["range_choice"]["on"]
