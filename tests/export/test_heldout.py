@@ -192,7 +192,9 @@ def test_by_counts_top1_per_group_of_videos_alike_in_the_datasets_facts(
     exported: Path, unseen: Path, tmp_path
 ):
     out = tmp_path / "h.json"
-    r = _run_here(str(exported), str(unseen), "--by", "figure", "--by", "contrast", "--json", str(out))
+    r = _run_here(
+        str(exported), str(unseen), "--by", "figure", "--by", "contrast", "--json", str(out)
+    )
     assert r.returncode == 0, r.stderr
     got = json.loads(out.read_text())
     rows = list(csv.DictReader((unseen / "videos.csv").open()))  # models.synthdata wrote it
