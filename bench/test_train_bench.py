@@ -45,7 +45,7 @@ def test_trainer_step_against_the_default_layout(benchmark, extra):
     steppers = {}
     for side, net in nets.items():
         opt = train.optimizer(cfg, net)
-        steppers[side] = (opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0), None)
+        steppers[side] = (opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0))
     scaler, cpu = torch.amp.GradScaler(enabled=False), torch.device("cpu")
     rows: dict[str, list[float]] = {"trainer": [], "default": []}
 
