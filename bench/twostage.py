@@ -35,7 +35,7 @@ def pyramid_onnx(screen: Path, out: Path) -> Path:
     from edge_hf.backends import load_backend
     from edge_hf.spec import Scale
     from export.to_onnx import export_onnx
-    from models.model import build
+    from models.factory import build
 
     spec = load_backend(screen).spec
     spec = replace(spec, scales=(Scale(3, 1), Scale(3, 4)), provenance=(("data", "untrained"),))

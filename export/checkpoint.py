@@ -15,7 +15,8 @@ from edge_hf.paths import file_problem
 from edge_hf.spec import HyperframeSpec, Then, layer_thresholds, unknown_in_then
 from export.errors import CheckpointError, UsageError
 from models.alerts import bare
-from models.model import HyperframeNet, build
+from models.factory import build
+from models.model import HyperframeNet
 
 KEYS = ("model", "spec", "config")
 FIX = "pass a runs/<name>/best.pt written by `python -m models.train`"

@@ -17,9 +17,12 @@ from edge_hf.spec import HyperframeSpec, Scale
 from models.augment import MODES
 from models.cache import DEFAULT_LIMIT_GB
 from models.data import STRATEGIES, DataError
-from models.model import INFLATIONS, INPUTS
 
 RECIPES = Path(__file__).parent / "recipes"
+# The network's choices (models.model reads them): listed here, where the settings are checked,
+# so that checking them does not import torch and timm.
+INFLATIONS = ("tile-scaled", "tile", "mean", "random")  # conv1's 3-channel weights -> 3T
+INPUTS = ("frames", "diff")  # what conv1 is shown: the frames, or centre frame + differences
 
 
 @dataclass(frozen=True)

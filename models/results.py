@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from torch.utils.data import DataLoader
@@ -16,9 +15,7 @@ from models.choice import evaluate
 from models.config import TrainConfig
 from models.metrics import summary
 from models.report import plot_confusion, plot_curves
-
-if TYPE_CHECKING:
-    from models.train import Loaders, Run
+from models.run import Loaders, Run
 
 log = logging.getLogger("models")
 

@@ -20,7 +20,6 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
 
 import torch
 from torch.utils.data import DataLoader
@@ -36,23 +35,14 @@ from models.choice import evaluate, whole_alerts
 from models.config import TrainConfig, parse
 from models.data import DataError
 from models.dataset import EvalSet, TrainSet, Windows, collate
-from models.flips import FlipPlan
+from models.factory import build
 from models.metrics import summary
 from models.mil import AFTER, choose, describe
-from models.model import build
 from models.results import held_out_metrics, split_metrics, start_metrics, write_results
+from models.run import Loaders, Run
 from models.stopper import Stopper
 
 log = logging.getLogger("models")
-
-
-class Loaders(NamedTuple):
-    train: DataLoader
-    val: DataLoader  # picks the epoch and stops training
-    test: DataLoader | None  # reported once, with the chosen weights (None: no test videos)
-    video_level: bool  # one label per video: accuracy per video, else per window
-    flip: FlipPlan
-    alerts: tuple[int, ...]  # alert classes with validation clips labelled whole (models.choice)
 
 
 def loaders(
@@ -117,14 +107,6 @@ def optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer
             model.parameters(), cfg.lr, momentum=0.9, weight_decay=cfg.weight_decay
         )
     return torch.optim.AdamW(model.parameters(), cfg.lr, weight_decay=cfg.weight_decay)
-
-
-class Run(NamedTuple):
-    name: str
-    out: Path
-    ds: datasets.Dataset
-    spec: HyperframeSpec
-    dl: Loaders
 
 
 def prepare(cfg: TrainConfig, member: int = 0) -> Run:
