@@ -19,7 +19,8 @@ from pathlib import Path
 import cv2
 
 from edge_hf.spec import HyperframeSpec, Then
-from models.data import DataError, Video
+from models.data import Video
+from models.errors import BadData
 from models.events import GRID, Options, Stream, starts
 
 PER_CLASS = 30  # validation clips of a class the check scores (evenly spaced)
@@ -93,7 +94,7 @@ def _scored(model: Path, video: Path) -> Stream | None:
 
     try:
         return scored(model, video, video.name, [], Options())[0]
-    except DataError:
+    except BadData:
         return None
 
 

@@ -17,12 +17,12 @@ from export import clips, floatops, heldout, measure, ranges
 from export.card import environment, write_card, write_report
 from export.checkpoint import Checkpoint, load_checkpoint, with_then, with_thresholds
 from export.data import EvalData, load_data, tuned_on
-from export.errors import DataError, OutputError, UsageError
 from export.formats import BY_NAME, Format, needed
 from export.quantize import QuantOptions, float_layers, quantize
 from export.to_onnx import OPSET, backbone_of, export_onnx
 from export.to_openvino import convert, save
 from export.wait import choose_wait
+from models.errors import BadArguments, BadData, OutputExists
 
 REPORT_FILES = ("report.json", "MODEL_CARD.md")
 
@@ -95,7 +95,7 @@ def _check_unseen(opts: ExportOptions, config: dict) -> None:
             heldout.check_unseen(given, config)
     both = opts.held_out is not None and opts.tune is not None
     if both and (n := heldout.seen(opts.held_out, opts.tune)):
-        raise UsageError(
+        raise BadArguments(
             f"{n} videos of --held-out {opts.held_out} are videos of --tune {opts.tune}, "
             "which INT8 and the wait are chosen on; pass two datasets drawn apart (other "
             "seeds)"
@@ -330,7 +330,7 @@ def _dataset(ckpt: Checkpoint, calib: Path | None) -> Path:
         return calib
     trained_on = ckpt.config.get("data", "")
     if not trained_on or not Path(trained_on).is_dir():
-        raise DataError(
+        raise BadData(
             f"{ckpt.path} was trained on {trained_on or 'an unrecorded dataset'!r}, which is not "
             "here; pass --calib DATASET (a dataset with the same classes)"
         )
@@ -341,9 +341,9 @@ def _dataset(ckpt: Checkpoint, calib: Path | None) -> Path:
 def check_out(out: Path, force: bool) -> Path:
     out = out.absolute()
     if out.exists() and not out.is_dir():
-        raise OutputError(f"--out {out} is a file; choose a folder")
+        raise OutputExists(f"--out {out} is a file; choose a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
-        raise OutputError(
+        raise OutputExists(
             f"--out {out} already holds files; choose another folder or pass --force to replace it"
         )
     out.parent.mkdir(parents=True, exist_ok=True)

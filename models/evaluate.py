@@ -51,12 +51,14 @@ import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from edge_hf._values import then_rules
 from edge_hf.alerts import DEFAULT_COOLDOWN, AlertPolicy
+from edge_hf.config import then_rules
 from edge_hf.errors import EdgeHFError
 from export.wait import other_waits
 from models import phases
-from models.data import DataError, read_segments
+from models.cli import threshold_arg
+from models.data import read_segments
+from models.errors import WorkstationError
 from models.events import (
     GRID,
     KN,
@@ -183,8 +185,6 @@ def _kn(text: str) -> tuple[int, int]:
 
 
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
-    from export.__main__ import _threshold
-
     ap = argparse.ArgumentParser(
         prog="python -m models.evaluate", description=__doc__.split("\n")[0]
     )
@@ -193,7 +193,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
                     help="folders with videos and segments.csv, evaluated as one set")  # fmt: skip
     ap.add_argument(
         "--threshold",
-        type=_threshold,
+        type=threshold_arg,
         action="append",
         default=[],
         metavar="CLASS=P",
@@ -245,7 +245,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     )
     ap.add_argument(
         "--screen-threshold",
-        type=_threshold,
+        type=threshold_arg,
         action="append",
         default=[],
         metavar="CLASS=P",
@@ -312,9 +312,9 @@ def main(argv: list[str] | None = None) -> int:
                 opts = replace(opts, confirm=_model_file(opts.confirm, Path(tmp) / "confirm"))
             report = evaluate(_model_file(args.model, Path(tmp)), tuple(args.streams), opts,
                               tuple(args.by), args.choose_on)  # fmt: skip
-    except (DataError, EdgeHFError) as e:
+    except (WorkstationError, EdgeHFError) as e:
         print(f"models.evaluate: error: {e}", file=sys.stderr)
-        return getattr(e, "exit_code", 2)
+        return e.exit_code if isinstance(e, EdgeHFError) else 2
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "eval.json").write_text(json.dumps(report, indent=1))
     from models.report import plot_sweep, summary

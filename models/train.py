@@ -33,8 +33,8 @@ from models.augment import AugConfig
 from models.cache import FrameCache
 from models.choice import evaluate, whole_alerts
 from models.config import TrainConfig, parse
-from models.data import DataError
 from models.dataset import EvalSet, TrainSet, Windows, collate
+from models.errors import BadData, WorkstationError
 from models.factory import build
 from models.metrics import summary
 from models.mil import AFTER, choose, describe
@@ -55,7 +55,7 @@ def loaders(
         return Windows(videos, cache, spec.inputs, cfg.label_strategy, abnormal, cfg.action_motion)
 
     if not ds.val:
-        raise DataError(
+        raise BadData(
             f"{ds.root}: no validation videos (the epoch is chosen on them): use more videos or "
             f"a larger --val-fraction (now {cfg.val_fraction})"
         )
@@ -283,7 +283,7 @@ def resume(path: Path, spec: HyperframeSpec, model, opt, sched) -> tuple[int, li
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     old = HyperframeSpec.from_json(ckpt["spec"])
     if old.classes != spec.classes:
-        raise DataError(
+        raise BadData(
             f"{path}: cannot resume: it was trained on classes {list(old.classes)}, this dataset has {list(spec.classes)}; use a new --name"
         )
     model.load_state_dict(ckpt["model"])
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(
                 fit(replace(cfg, frames=1, stride=1, scales=(), name=_named(cfg, "-t1")))
             )
-    except (DataError, FileNotFoundError, ValueError) as e:
+    except (WorkstationError, FileNotFoundError, ValueError) as e:
         print(f"models.train: error: {e}", file=sys.stderr)
         return 2
     for r in results:
