@@ -53,6 +53,13 @@ FORMATS: tuple[Format, ...] = (
     ),
 )
 BY_NAME: Mapping[str, Format] = {f.name: f for f in FORMATS}
+# each format as the reports and the model card name it, and the trained model they are checked on
+LABELS: Mapping[str, str] = {
+    "torch": "PyTorch (trained)",
+    "onnx": "ONNX FP32 (onnxruntime)",
+    "openvino": "OpenVINO FP32",
+    "openvino-int8": "OpenVINO INT8",
+}
 
 
 def parse_formats(text: str) -> tuple[Format, ...]:

@@ -36,9 +36,8 @@ import numpy as np
 from edge_hf.backends import load_backend
 from edge_hf.errors import ModelError
 from export import measure, ranges
-from export.card import LABELS, gain
 from export.data import Hyperframes, every_video
-from export.formats import BY_NAME
+from export.formats import BY_NAME, LABELS
 from models import data as datasets
 from models.cli import Parser, command
 from models.errors import BadArguments, BadCheckpoint, BadData, OutputExists
@@ -270,6 +269,11 @@ def compare(hf: Hyperframes, ref: np.ndarray, int8: np.ndarray, video_level: boo
         out["video"]["only_fp32"] = int(((a == 1) & (b == 0)).sum())
         out["video"]["only_int8"] = int(((a == 0) & (b == 1)).sum())
     return out
+
+
+def gain(drop: float) -> str:
+    """A drop as the change it is, signed: -1.2 for 1.2 points lost (and +0.0, not -0.0)."""
+    return f"{0.0 - drop:+.1f}"
 
 
 def lines(r: dict) -> list[str]:
