@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _then(items: list[str] | None):
-    """``--then`` as the runtime reads it; None: auto (export.checkpoint.with_then)."""
+    """``--then`` as the runtime reads it; None: auto (export.alert_spec.with_then)."""
     try:
         return None if items is None else then_rules(items, "--then")
     except UsageError as e:  # the device's: then_rules is edge-hf run's own check
@@ -161,7 +161,7 @@ def _export(argv: list[str]) -> str:
 
 def summary(report: dict, out: Path) -> str:
     from export.card import metrics_table
-    from export.clips import lines
+    from models.evaluation.clips import lines
 
     on_clips = lines((report.get("clips") or {}).get("classes"))
     return "\n".join([f"wrote {out}", *metrics_table(report)[2:], *on_clips, *held_out(report)])

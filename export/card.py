@@ -9,8 +9,8 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
-from export import clips
 from export.formats import LABELS
+from models.evaluation import clips
 
 PACKAGES = ("edge-hf", "torch", "timm", "onnx", "onnxruntime", "openvino", "nncf")
 
@@ -72,7 +72,7 @@ def _alert(cls: str, threshold: float, then: dict | None) -> str:
 
 
 def _wait_lines(w: dict | None, tune: dict | None) -> list[str]:
-    """How the export chose the wait for lying (export.wait), if it did."""
+    """How the export chose the wait for lying (models.evaluation.wait), if it did."""
     if not w:
         return []
     on = f"videos of --tune `{tune['dataset']}`" if tune else "validation videos"

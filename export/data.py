@@ -39,7 +39,7 @@ class EvalData:
     tune: Hyperframes  # the validation split (or --tune's videos): what the choices look at
     video_level: bool  # one label per video: accuracy is per video, as the trainer reports it
     videos: tuple[int, int]  # (training, test) videos
-    tune_videos: tuple[datasets.Video, ...] = ()  # the videos of `tune` (export.wait scores them)
+    tune_videos: tuple[datasets.Video, ...] = ()  # the videos of `tune` (the wait's)
     classes: tuple[str, ...] = ()  # the dataset's, naming the videos' labels
     tune_root: Path | None = None  # --tune: the dataset `tune` is, in place of the validation split
 

@@ -26,7 +26,7 @@ from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import DEMO_MODEL, RunConfig, Runtime
 from edge_hf.sources import SourceOptions
 from models.cli import threshold_arg
-from models.events import runs
+from models.evaluation.events import runs
 
 LATE = 6  # frames after a fall segment in which a start still counts as that fall's
 

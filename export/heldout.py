@@ -41,8 +41,8 @@ from export.formats import BY_NAME, LABELS
 from models import data as datasets
 from models.cli import Parser, command
 from models.errors import BadArguments, BadCheckpoint, BadData, OutputExists
-from models.metrics import confusion
-from models.streams import stream_facts
+from models.evaluation.metrics import confusion
+from models.evaluation.streams import stream_facts
 
 PROG = "python -m export.heldout"
 NAMES = ("onnx", "openvino", "openvino-int8")

@@ -23,7 +23,7 @@ from export.data import Hyperframes
 from export.to_openvino import F32
 from models.dataset import split_inputs
 from models.errors import ParityFailed
-from models.metrics import confusion, summary
+from models.evaluation.metrics import confusion, summary
 
 # max |logit difference| relative to the trained model's logit range on the validation set
 PARITY_TOL = 1e-4

@@ -13,16 +13,18 @@ from typing import Any
 import numpy as np
 
 from edge_hf.spec import HyperframeSpec, Then
-from export import clips, floatops, heldout, measure, ranges
+from export import floatops, heldout, measure, ranges
+from export.alert_spec import with_then, with_thresholds
 from export.card import environment, write_card, write_report
-from export.checkpoint import Checkpoint, load_checkpoint, with_then, with_thresholds
 from export.data import EvalData, load_data, tuned_on
 from export.formats import BY_NAME, Format, needed
 from export.quantize import QuantOptions, float_layers, quantize
-from export.to_onnx import OPSET, backbone_of, export_onnx
 from export.to_openvino import convert, save
-from export.wait import choose_wait
+from models.checkpoint import Checkpoint, load_checkpoint
 from models.errors import BadArguments, BadData, OutputExists
+from models.evaluation import clips
+from models.evaluation.wait import choose_wait
+from models.to_onnx import OPSET, backbone_of, export_onnx
 
 REPORT_FILES = ("report.json", "MODEL_CARD.md")
 
@@ -37,7 +39,7 @@ class ExportOptions:
     fp16: bool = False
     quant: QuantOptions = field(default_factory=QuantOptions)
     thresholds: tuple[tuple[str, float], ...] = ()
-    then: tuple[Then, ...] | None = None  # None: auto (export.checkpoint.with_then)
+    then: tuple[Then, ...] | None = None  # None: auto (export.alert_spec.with_then)
     repeats: int = 100  # timed runs per latency figure
     held_out: Path | None = None  # also measured on every video of this unseen dataset
     tune: Path | None = None  # INT8 and the wait chosen on this unseen dataset (export.data)
@@ -78,8 +80,8 @@ def run(opts: ExportOptions) -> dict:
 
 def _wait(ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOptions,
           folder: Path) -> tuple[HyperframeSpec, dict | None]:  # fmt: skip
-    """The spec with the wait for lying chosen for this model (export.wait) when the export
-    added that rule itself (no ``--then``); else as it is, and None for the report."""
+    """The spec with the wait for lying chosen for this model (models.evaluation.wait) when the
+    export added that rule itself (no ``--then``); else as it is, and None for the report."""
     if opts.then is not None or ckpt.spec.alert_then or len(spec.alert_then) != 1:
         return spec, None
     path = folder / "wait.onnx"  # staging only: dropped by run()

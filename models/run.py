@@ -19,7 +19,7 @@ class Loaders(NamedTuple):
     test: DataLoader | None  # reported once, with the chosen weights (None: no test videos)
     video_level: bool  # one label per video: accuracy per video, else per window
     flip: FlipPlan
-    alerts: tuple[int, ...]  # alert classes with validation clips labelled whole (models.choice)
+    alerts: tuple[int, ...]  # alert classes with validation clips labelled whole (choice)
 
 
 class Run(NamedTuple):

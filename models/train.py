@@ -31,12 +31,12 @@ from models import data as datasets
 from models.alerts import alert_names, spec_for, warn_about
 from models.augment import AugConfig
 from models.cache import FrameCache
-from models.choice import evaluate, whole_alerts
 from models.config import TrainConfig, parse
 from models.dataset import EvalSet, TrainSet, Windows, collate
 from models.errors import BadData, WorkstationError
+from models.evaluation.choice import evaluate, whole_alerts
+from models.evaluation.metrics import summary
 from models.factory import build
-from models.metrics import summary
 from models.mil import AFTER, choose, describe
 from models.results import held_out_metrics, split_metrics, start_metrics, write_results
 from models.run import Loaders, Run

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from export.checkpoint import load_checkpoint
+from models.checkpoint import load_checkpoint
 from models.config import parse
 from models.errors import BadArguments, BadData
 from models.soup import average

@@ -1,7 +1,7 @@
 """Labelled streams in: their facts (``videos.csv``) and their scores, every video through the
 runtime itself (its file source, sampler, backend, activation and, in two-stage mode, both
 models), with each hyperframe's scores recorded on the way to the alert logic. Used by
-``models.evaluate`` and by the export (``export.wait``, ``export.clips``)."""
+``models.evaluate`` and by the export (``models.evaluation.wait``, ``models.evaluation.clips``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from edge_hf.alerts import AlertLogic
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
 from edge_hf.sources import SourceOptions
 from models.errors import BadData
-from models.events import Options, Stream, events_of
+from models.evaluation.events import Options, Stream, events_of
 
 log = logging.getLogger("models")
 

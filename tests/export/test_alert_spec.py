@@ -1,11 +1,11 @@
-"""export.checkpoint's spec edits: the classes that wait for a pose (``--then``)."""
+"""export.alert_spec: the classes that wait for a pose (``--then``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from edge_hf.spec import HyperframeSpec, Then
-from export.checkpoint import with_then
+from export.alert_spec import with_then
 from models.errors import BadArguments
 
 LYING = HyperframeSpec(3, 1, (32, 32), ("walk", "fall", "lying", "other"), (("fall", 0.8),))

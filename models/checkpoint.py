@@ -1,10 +1,11 @@
 """Read a training checkpoint (``runs/<name>/best.pt`` from ``models.train``) into a folded,
-evaluation-mode model and its spec, refusing anything that is not ours."""
+evaluation-mode model and its spec, refusing anything that is not ours. The trainer writes the
+file; the export and the evaluator (``python -m models.evaluate`` on a checkpoint) read it here."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,8 @@ import torch
 
 from edge_hf.errors import SpecError
 from edge_hf.paths import file_problem
-from edge_hf.spec import HyperframeSpec, Then, layer_thresholds, unknown_in_then
-from models.alerts import bare
-from models.errors import BadArguments, BadCheckpoint
+from edge_hf.spec import HyperframeSpec
+from models.errors import BadCheckpoint
 from models.factory import build
 from models.model import HyperframeNet
 
@@ -89,26 +89,3 @@ def _read(path: Path) -> Any:
         raise BadCheckpoint(
             f"{path}: not a PyTorch checkpoint we can read ({first}); {FIX}"
         ) from None
-
-
-def with_then(spec: HyperframeSpec, then: tuple[Then, ...] | None) -> HyperframeSpec:
-    """The spec with the classes that wait for a pose after them (``--then``); None (auto): a
-    model with a ``lying`` class alerts on ``fall`` only once lying follows it (``Then``'s
-    defaults: a score of 0.2 within 1 s; export.wait then chooses both for the model)."""
-    if then is None:  # the names as the dataset spells them: Fall, LYING, ...
-        fall = next((c for c in spec.thresholds if bare(c) == "fall"), None)
-        lying = next((c for c in spec.classes if bare(c) == "lying"), None)
-        auto = fall is not None and lying is not None
-        then = (Then(fall, lying),) if auto else spec.alert_then
-    if (problem := unknown_in_then(spec, then, "--then")) is not None:
-        raise BadArguments(problem)
-    return replace(spec, alert_then=tuple(then))
-
-
-def with_thresholds(spec: HyperframeSpec, overrides: list[tuple[str, float]]) -> HyperframeSpec:
-    """The spec with alert thresholds set or added (``--threshold CLASS=P``)."""
-    try:
-        thresholds = layer_thresholds(spec, [("--threshold", tuple(overrides))])
-    except SpecError as e:
-        raise BadArguments(str(e)) from None
-    return replace(spec, alert_classes=tuple(thresholds.items()))
