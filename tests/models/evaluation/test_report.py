@@ -1,5 +1,5 @@
-"""models/report.py: what the evaluator says of a recommended point that catches nothing, and of
-falls missed for want of the pose."""
+"""models/evaluation/report.py: what the evaluator says of a recommended point that catches
+nothing, and of falls missed for want of the pose."""
 
 from __future__ import annotations
 
