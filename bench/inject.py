@@ -15,7 +15,7 @@ import numpy as np
 from bench.gates import INJECT
 from edge_hf import capture, runtime
 from edge_hf.sampler import StrideSampler, resize_into
-from edge_hf.sources._cv import CvSource
+from edge_hf.sources.opencv import CvSource
 
 _KEPT: list[np.ndarray] = []  # the "leak" regression's victims
 # The healthy sampler's answer, for the bench's references (apply() may patch the class).

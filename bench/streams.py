@@ -41,7 +41,7 @@ from edge_hf.motion import MotionOptions
 from edge_hf.runtime import DEMO_MODEL, RunConfig, Runtime
 from edge_hf.sampler import StrideSampler, resize_into
 from edge_hf.sources import SourceOptions
-from edge_hf.sources._cv import decoder_params
+from edge_hf.sources.opencv import decoder_params
 
 FPS, HOP, LOOP = 25, 5, 75  # a 3 s loop: a multiple of the hop, so each fall is seen alike
 SIZE = (1280, 720)

@@ -34,8 +34,8 @@ def pyramid_onnx(screen: Path, out: Path) -> Path:
 
     from edge_hf.backends import load_backend
     from edge_hf.spec import Scale
-    from export.to_onnx import export_onnx
-    from models.model import build
+    from models.factory import build
+    from models.to_onnx import export_onnx
 
     spec = load_backend(screen).spec
     spec = replace(spec, scales=(Scale(3, 1), Scale(3, 4)), provenance=(("data", "untrained"),))

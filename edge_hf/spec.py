@@ -52,7 +52,8 @@ class Then:
     cls: str
     pose: str
     # low: a model trained from scratch scores lying about 0.25 after a fall (docs/runtime.md:
-    # alerts that wait for a pose); the export chooses it and ``within`` per model (export.wait)
+    # alerts that wait for a pose); the export chooses it and ``within`` per model
+    # (models.evaluation.wait)
     threshold: float = 0.2
     within: float = 1.0  # seconds after the last hyperframe where the class's k of n held
 

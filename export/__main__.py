@@ -20,11 +20,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from edge_hf._values import then_rules
-from edge_hf.errors import SpecError
-from edge_hf.spec import parse_threshold
-from export.errors import Parser, UsageError, command
+from edge_hf.config import then_rules
+from edge_hf.errors import UsageError
 from export.formats import FORMATS, check_options, parse_formats
+from models.cli import Parser, command, threshold_arg
+from models.errors import BadArguments
 
 PROG = "python -m export"
 
@@ -37,13 +37,6 @@ def _keep_float(text: str | None) -> tuple[str, ...]:
     if text.strip() == "none":
         return ()
     return tuple(g.strip() for g in text.split(",") if g.strip())
-
-
-def _threshold(text: str) -> tuple[str, float]:
-    try:
-        return parse_threshold(text)
-    except SpecError as e:
-        raise argparse.ArgumentTypeError(str(e).removeprefix("--threshold: ")) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--threshold",
-        type=_threshold,
+        type=threshold_arg,
         action="append",
         default=[],
         metavar="CLASS=P",
@@ -107,13 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _then(items: list[str] | None):
-    """``--then`` as the runtime reads it; None: auto (export.checkpoint.with_then)."""
-    from edge_hf.errors import UsageError as RunUsage
-
+    """``--then`` as the runtime reads it; None: auto (export.alert_spec.with_then)."""
     try:
         return None if items is None else then_rules(items, "--then")
-    except RunUsage as e:
-        raise UsageError(str(e)) from None
+    except UsageError as e:  # the device's: then_rules is edge-hf run's own check
+        raise BadArguments(str(e)) from None
 
 
 def options(argv: list[str]):
@@ -130,7 +121,7 @@ def options(argv: list[str]):
     }
     check_options(formats, given)
     if args.repeats < 1:
-        raise UsageError(f"--repeats: expected >= 1, found {args.repeats}")
+        raise BadArguments(f"--repeats: expected >= 1, found {args.repeats}")
     quant = QuantOptions(
         subset_size=args.subset_size or QuantOptions.subset_size,
         max_drop=args.max_drop,
@@ -170,7 +161,7 @@ def _export(argv: list[str]) -> str:
 
 def summary(report: dict, out: Path) -> str:
     from export.card import metrics_table
-    from export.clips import lines
+    from models.evaluation.clips import lines
 
     on_clips = lines((report.get("clips") or {}).get("classes"))
     return "\n".join([f"wrote {out}", *metrics_table(report)[2:], *on_clips, *held_out(report)])

@@ -9,15 +9,10 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
-from export import clips
+from export.formats import LABELS
+from models.evaluation import clips
 
 PACKAGES = ("edge-hf", "torch", "timm", "onnx", "onnxruntime", "openvino", "nncf")
-LABELS = {
-    "torch": "PyTorch (trained)",
-    "onnx": "ONNX FP32 (onnxruntime)",
-    "openvino": "OpenVINO FP32",
-    "openvino-int8": "OpenVINO INT8",
-}
 
 
 def environment() -> dict:
@@ -77,7 +72,7 @@ def _alert(cls: str, threshold: float, then: dict | None) -> str:
 
 
 def _wait_lines(w: dict | None, tune: dict | None) -> list[str]:
-    """How the export chose the wait for lying (export.wait), if it did."""
+    """How the export chose the wait for lying (models.evaluation.wait), if it did."""
     if not w:
         return []
     on = f"videos of --tune `{tune['dataset']}`" if tune else "validation videos"
@@ -146,7 +141,7 @@ def _held_out_lines(h: dict | None) -> list[str]:
     """--held-out: every file on a dataset the model never saw (export.heldout)."""
     if not h:
         return []
-    from export.heldout import lines
+    from export.heldout import lines  # when there is one: it runs models (torch)
 
     return ["", "## On videos it never saw", "", *lines(h)]
 
@@ -226,14 +221,11 @@ def metrics_table(r: dict) -> list[str]:
     return lines
 
 
-def gain(drop: float) -> str:
-    """A drop as the change it is, signed: -1.2 for 1.2 points lost (and +0.0, not -0.0)."""
-    return f"{0.0 - drop:+.1f}"
-
-
 def _within_held_out(r: dict) -> str | None:
     """Said instead of the advice when INT8 loses more than a point on the test split but not
     on the many more videos of --held-out, where the drop is known more closely."""
+    from export.heldout import gain
+
     c = (r.get("held_out") or {}).get("int8")
     if not c or max(c[u]["drop"] for u in ("video", "window") if u in c) > LOSS_LIMIT * 100:
         return None

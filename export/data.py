@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from edge_hf.spec import HyperframeSpec
-from export.errors import DataError
 from models import alerts
 from models import data as datasets
 from models.cache import DEFAULT_LIMIT_GB, FrameCache
 from models.dataset import EvalSet, Windows
+from models.errors import BadData
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class EvalData:
     tune: Hyperframes  # the validation split (or --tune's videos): what the choices look at
     video_level: bool  # one label per video: accuracy is per video, as the trainer reports it
     videos: tuple[int, int]  # (training, test) videos
-    tune_videos: tuple[datasets.Video, ...] = ()  # the videos of `tune` (export.wait scores them)
+    tune_videos: tuple[datasets.Video, ...] = ()  # the videos of `tune` (the wait's)
     classes: tuple[str, ...] = ()  # the dataset's, naming the videos' labels
     tune_root: Path | None = None  # --tune: the dataset `tune` is, in place of the validation split
 
@@ -52,10 +52,10 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
             float(config.get("val_fraction", 0.25)),
             float(config.get("test_fraction", 0.2)),
         )
-    except datasets.DataError as e:
-        raise DataError(f"calibration data: {e}; pass --calib DATASET") from None
+    except BadData as e:
+        raise BadData(f"calibration data: {e}; pass --calib DATASET") from None
     if set(ds.classes) != set(spec.classes):
-        raise DataError(
+        raise BadData(
             f"calibration data {root} has classes {list(ds.classes)} but the model was trained "
             f"on {list(spec.classes)}; pass --calib with the training dataset (or one with the "
             "same classes)"
@@ -65,7 +65,7 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
     held = ds.test or ds.val  # a dataset written without a test split: its validation part
     for split, videos in (("training", ds.train), ("test", held)):
         if not videos:
-            raise DataError(
+            raise BadData(
                 f"calibration data {root} has no {split} videos; INT8 calibration needs training "
                 "videos and the accuracy report needs test videos"
             )
@@ -102,8 +102,8 @@ def _windows_of(
         strategy = config.get("label_strategy", "video")
         try:
             return Windows(videos, cache, spec.inputs, strategy, abnormal, motion)
-        except datasets.DataError as e:
-            raise DataError(f"{what} {root}: {e}") from None
+        except BadData as e:
+            raise BadData(f"{what} {root}: {e}") from None
 
     return windows
 
@@ -127,13 +127,13 @@ def every_video(
     every one of its classes known)."""
     try:
         ds = datasets.load(root)
-    except datasets.DataError as e:
-        raise DataError(f"{what}: {e}") from None
+    except BadData as e:
+        raise BadData(f"{what}: {e}") from None
     videos = ds.train + ds.val + ds.test
     video_level = all(v.video_class >= 0 for v in videos)
     known = [c for c in ds.classes if c in spec.classes]
     if not known or (len(known) < len(ds.classes) and not video_level):
-        raise DataError(
+        raise BadData(
             f"{what} {root} has classes {list(ds.classes)} but the model was trained on "
             f"{list(spec.classes)}; pass a dataset of the same classes"
         )
@@ -141,7 +141,7 @@ def every_video(
     left = {c: n for c, n in left.items() if c not in known and n}
     videos = tuple(v for v in videos if v.video_class < 0 or ds.classes[v.video_class] in known)
     if not videos:
-        raise DataError(f"{what} {root} has no videos of the model's classes")
+        raise BadData(f"{what} {root} has no videos of the model's classes")
     relabel = np.array([spec.classes.index(c) if c in known else -1 for c in ds.classes])
     w = _windows_of(root, ds, spec, config, what)(videos)
     hf = _take(EvalSet(w, int(config.get("eval_clips", 3))), relabel)
@@ -154,7 +154,7 @@ def tuned_on(data: EvalData, root: Path, spec: HyperframeSpec, config: dict[str,
     u = every_video(root, spec, config, "--tune data")
     if u.video_level != data.video_level:
         per = {True: "one label per video", False: "labels per frame"}
-        raise DataError(
+        raise BadData(
             f"--tune data {root}: expected {per[data.video_level]}, as the training dataset "
             f"has, found {per[u.video_level]}"
         )

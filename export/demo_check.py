@@ -25,7 +25,8 @@ from edge_hf.alerts import Event
 from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import DEMO_MODEL, RunConfig, Runtime
 from edge_hf.sources import SourceOptions
-from models.events import runs
+from models.cli import threshold_arg
+from models.evaluation.events import runs
 
 LATE = 6  # frames after a fall segment in which a start still counts as that fall's
 
@@ -87,8 +88,6 @@ def check(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from export.__main__ import _threshold
-
     ap = argparse.ArgumentParser(
         prog="python -m export.demo_check", description=__doc__.split("\n")[0]
     )
@@ -111,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--threshold",
-        type=_threshold,
+        type=threshold_arg,
         action="append",
         default=[],
         help="CLASS=P, the alert threshold of a class (default: the model's own)",

@@ -122,7 +122,7 @@ def _names_beside(path: Path, model: ov.Model) -> dict[str, str]:
     try:
         report = json.loads((path.parent / "report.json").read_text())
         from edge_hf.spec import HyperframeSpec
-        from export.checkpoint import network
+        from models.checkpoint import network
 
         spec = HyperframeSpec.from_dict(report["spec"])
         net = network(spec, report["checkpoint"]["config"])

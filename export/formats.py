@@ -7,7 +7,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from export.errors import UsageError
+from models.errors import BadArguments
 
 
 @dataclass(frozen=True)
@@ -53,18 +53,27 @@ FORMATS: tuple[Format, ...] = (
     ),
 )
 BY_NAME: Mapping[str, Format] = {f.name: f for f in FORMATS}
+# each format as the reports and the model card name it, and the trained model they are checked on
+LABELS: Mapping[str, str] = {
+    "torch": "PyTorch (trained)",
+    "onnx": "ONNX FP32 (onnxruntime)",
+    "openvino": "OpenVINO FP32",
+    "openvino-int8": "OpenVINO INT8",
+}
 
 
 def parse_formats(text: str) -> tuple[Format, ...]:
     """``"onnx,openvino"`` -> the table's rows, in table order; unknown names suggest the nearest."""
     names = [n.strip().lower() for n in text.split(",") if n.strip()]
     if not names:
-        raise UsageError(f"--formats: expected a comma-separated list of {list(BY_NAME)}")
+        raise BadArguments(f"--formats: expected a comma-separated list of {list(BY_NAME)}")
     for n in names:
         if n not in BY_NAME:
             near = difflib.get_close_matches(n, BY_NAME, 1, cutoff=0.4)
             hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise UsageError(f"--formats: unknown format {n!r}{hint} (known: {', '.join(BY_NAME)})")
+            raise BadArguments(
+                f"--formats: unknown format {n!r}{hint} (known: {', '.join(BY_NAME)})"
+            )
     return tuple(f for f in FORMATS if f.name in names)
 
 
@@ -74,7 +83,7 @@ def check_options(formats: tuple[Format, ...], given: Mapping[str, bool]) -> Non
     for f in FORMATS:
         for flag in f.options:
             if given.get(flag) and f.name not in chosen:
-                raise UsageError(
+                raise BadArguments(
                     f"{flag} applies to the {f.name} format, which --formats does not list; "
                     f"add {f.name} to --formats or drop {flag}"
                 )

@@ -36,13 +36,13 @@ import numpy as np
 from edge_hf.backends import load_backend
 from edge_hf.errors import ModelError
 from export import measure, ranges
-from export.card import LABELS, gain
 from export.data import Hyperframes, every_video
-from export.errors import CheckpointError, DataError, OutputError, Parser, UsageError, command
-from export.formats import BY_NAME
+from export.formats import BY_NAME, LABELS
 from models import data as datasets
-from models.metrics import confusion
-from models.streams import stream_facts
+from models.cli import Parser, command
+from models.errors import BadArguments, BadCheckpoint, BadData, OutputExists
+from models.evaluation.metrics import confusion
+from models.evaluation.streams import stream_facts
 
 PROG = "python -m export.heldout"
 NAMES = ("onnx", "openvino", "openvino-int8")
@@ -57,20 +57,20 @@ def files_of(folder: Path) -> tuple[dict, dict[str, Path]]:
         r = json.loads(report.read_text())
         config = r["checkpoint"]["config"]
     except FileNotFoundError:
-        raise CheckpointError(f"{folder}: not an export folder (no report.json); {FIX}") from None
+        raise BadCheckpoint(f"{folder}: not an export folder (no report.json); {FIX}") from None
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise CheckpointError(f"{report}: unreadable ({type(e).__name__}); {FIX}") from None
+        raise BadCheckpoint(f"{report}: unreadable ({type(e).__name__}); {FIX}") from None
     found = {n: folder / BY_NAME[n].filename for n in NAMES}
     found = {n: p for n, p in found.items() if p.is_file()}
     if not found:
-        raise CheckpointError(f"{folder}: holds no model file ({', '.join(NAMES)}); {FIX}")
+        raise BadCheckpoint(f"{folder}: holds no model file ({', '.join(NAMES)}); {FIX}")
     return config, found
 
 
 def _videos(root: Path) -> list[Path]:
     try:
         ds = datasets.load(root)
-    except datasets.DataError:
+    except BadData:
         return []  # every_video says what is wrong with the held-out one
     return [v.path for v in ds.train + ds.val + ds.test]
 
@@ -114,7 +114,7 @@ def check_unseen(dataset: Path, config: dict[str, Any]) -> None:
     """Refuse a dataset holding videos of any folder the model was trained on."""
     for folder in trained_on(config):
         if n := seen(dataset, folder):
-            raise UsageError(
+            raise BadArguments(
                 f"{n} videos of {dataset} are videos of {folder}, which this model was trained "
                 "on; pass a dataset it never saw (another seed or other backgrounds); its test "
                 "split is in the export's report"
@@ -136,12 +136,12 @@ def measure_files(
     try:
         specs = {n: load_backend(p).spec for n, p in files.items()}
     except ModelError as e:
-        raise CheckpointError(f"{e}; {FIX}") from None
+        raise BadCheckpoint(f"{e}; {FIX}") from None
     spec = specs.get("openvino-int8") or next(iter(specs.values()))
     u = every_video(dataset, spec, config)
     hf, video_level, left_out = u.hf, u.video_level, u.left_out
     if by and not video_level:
-        raise UsageError(f"--by counts top-1 per video, but the labels of {dataset} are per frame "
+        raise BadArguments(f"--by counts top-1 per video, but the labels of {dataset} are per frame "
                          "(segments.csv); drop --by, or pass clips labelled one per video")  # fmt: skip
     keys = facts_of(dataset, by, [u.videos[i].path for i in np.unique(hf.clip)]) if by else []
     logits = {n: measure.backend_logits(p, hf.x, len(spec.classes)) for n, p in files.items()}
@@ -172,8 +172,8 @@ def facts_of(dataset: Path, by: tuple[str, ...], paths: list[Path]) -> list[tupl
     names = [p.relative_to(dataset).as_posix() for p in paths]
     try:
         known = stream_facts(dataset, by, set(names), of=f"{dataset} (by path under it)")
-    except datasets.DataError as e:
-        raise DataError(f"--by: {e}") from None
+    except BadData as e:
+        raise BadData(f"--by: {e}") from None
     return [tuple(known[n][c] for c in by) for n in names]
 
 
@@ -271,6 +271,11 @@ def compare(hf: Hyperframes, ref: np.ndarray, int8: np.ndarray, video_level: boo
     return out
 
 
+def gain(drop: float) -> str:
+    """A drop as the change it is, signed: -1.2 for 1.2 points lost (and +0.0, not -0.0)."""
+    return f"{0.0 - drop:+.1f}"
+
+
 def lines(r: dict) -> list[str]:
     unit = f"{r['videos']} videos, {r['windows']} windows"
     left = ", ".join(f"{n} {c}" for c, n in r["left_out"].items())
@@ -337,9 +342,9 @@ def check_json(path: Path) -> Path:
     """Where --json can write, checked before the measurement, not after."""
     path = path.absolute()
     if path.is_dir():
-        raise OutputError(f"--json {path} is a folder; name a file")
+        raise OutputExists(f"--json {path} is a folder; name a file")
     if not path.parent.is_dir():
-        raise OutputError(f"--json {path}: folder {path.parent} does not exist; create it first")
+        raise OutputExists(f"--json {path}: folder {path.parent} does not exist; create it first")
     return path
 
 

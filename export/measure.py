@@ -20,10 +20,10 @@ import torch
 from edge_hf.backends import load_backend
 from edge_hf.sampler import input_buffers
 from export.data import Hyperframes
-from export.errors import ParityError
 from export.to_openvino import F32
 from models.dataset import split_inputs
-from models.metrics import confusion, summary
+from models.errors import ParityFailed
+from models.evaluation.metrics import confusion, summary
 
 # max |logit difference| relative to the trained model's logit range on the validation set
 PARITY_TOL = 1e-4
@@ -65,7 +65,7 @@ def backend_logits(path: Path, x: np.ndarray, n_classes: int) -> np.ndarray:
 def check_parity(
     reference: np.ndarray, got: np.ndarray, name: str, tol: float, fix: str = FIX
 ) -> dict:
-    """Raise ParityError unless ``got`` is within ``tol`` of the reference's logit range and picks
+    """Raise ParityFailed unless ``got`` is within ``tol`` of the reference's logit range and picks
     the same class for every hyperframe, except a near-tie: one whose top two logits are closer
     than twice the allowed difference may go either way."""
     spread = float(reference.max() - reference.min()) or 1.0
@@ -82,7 +82,7 @@ def check_parity(
     }
     changed = int((~same & decided).sum())
     if diff / spread > tol or changed:
-        raise ParityError(
+        raise ParityFailed(
             f"parity failed for {name}: max |logit difference| {diff:.3g} is "
             f"{diff / spread:.2g} of the logit range {spread:.3g} (allowed {tol:g}), "
             f"{changed} of {len(same)} validation hyperframes change class; {fix}"

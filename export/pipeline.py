@@ -13,16 +13,18 @@ from typing import Any
 import numpy as np
 
 from edge_hf.spec import HyperframeSpec, Then
-from export import clips, floatops, heldout, measure, ranges
+from export import floatops, heldout, measure, ranges
+from export.alert_spec import with_then, with_thresholds
 from export.card import environment, write_card, write_report
-from export.checkpoint import Checkpoint, load_checkpoint, with_then, with_thresholds
 from export.data import EvalData, load_data, tuned_on
-from export.errors import DataError, OutputError, UsageError
 from export.formats import BY_NAME, Format, needed
 from export.quantize import QuantOptions, float_layers, quantize
-from export.to_onnx import OPSET, backbone_of, export_onnx
 from export.to_openvino import convert, save
-from export.wait import choose_wait
+from models.checkpoint import Checkpoint, load_checkpoint
+from models.errors import BadArguments, BadData, OutputExists
+from models.evaluation import clips
+from models.evaluation.wait import choose_wait
+from models.to_onnx import OPSET, backbone_of, export_onnx
 
 REPORT_FILES = ("report.json", "MODEL_CARD.md")
 
@@ -37,7 +39,7 @@ class ExportOptions:
     fp16: bool = False
     quant: QuantOptions = field(default_factory=QuantOptions)
     thresholds: tuple[tuple[str, float], ...] = ()
-    then: tuple[Then, ...] | None = None  # None: auto (export.checkpoint.with_then)
+    then: tuple[Then, ...] | None = None  # None: auto (export.alert_spec.with_then)
     repeats: int = 100  # timed runs per latency figure
     held_out: Path | None = None  # also measured on every video of this unseen dataset
     tune: Path | None = None  # INT8 and the wait chosen on this unseen dataset (export.data)
@@ -78,8 +80,8 @@ def run(opts: ExportOptions) -> dict:
 
 def _wait(ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOptions,
           folder: Path) -> tuple[HyperframeSpec, dict | None]:  # fmt: skip
-    """The spec with the wait for lying chosen for this model (export.wait) when the export
-    added that rule itself (no ``--then``); else as it is, and None for the report."""
+    """The spec with the wait for lying chosen for this model (models.evaluation.wait) when the
+    export added that rule itself (no ``--then``); else as it is, and None for the report."""
     if opts.then is not None or ckpt.spec.alert_then or len(spec.alert_then) != 1:
         return spec, None
     path = folder / "wait.onnx"  # staging only: dropped by run()
@@ -95,7 +97,7 @@ def _check_unseen(opts: ExportOptions, config: dict) -> None:
             heldout.check_unseen(given, config)
     both = opts.held_out is not None and opts.tune is not None
     if both and (n := heldout.seen(opts.held_out, opts.tune)):
-        raise UsageError(
+        raise BadArguments(
             f"{n} videos of --held-out {opts.held_out} are videos of --tune {opts.tune}, "
             "which INT8 and the wait are chosen on; pass two datasets drawn apart (other "
             "seeds)"
@@ -330,7 +332,7 @@ def _dataset(ckpt: Checkpoint, calib: Path | None) -> Path:
         return calib
     trained_on = ckpt.config.get("data", "")
     if not trained_on or not Path(trained_on).is_dir():
-        raise DataError(
+        raise BadData(
             f"{ckpt.path} was trained on {trained_on or 'an unrecorded dataset'!r}, which is not "
             "here; pass --calib DATASET (a dataset with the same classes)"
         )
@@ -341,9 +343,9 @@ def _dataset(ckpt: Checkpoint, calib: Path | None) -> Path:
 def check_out(out: Path, force: bool) -> Path:
     out = out.absolute()
     if out.exists() and not out.is_dir():
-        raise OutputError(f"--out {out} is a file; choose a folder")
+        raise OutputExists(f"--out {out} is a file; choose a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
-        raise OutputError(
+        raise OutputExists(
             f"--out {out} already holds files; choose another folder or pass --force to replace it"
         )
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ from nncf.quantization.range_estimator import (
 )
 
 from export.data import EvalData
-from export.errors import UsageError
+from models.errors import BadArguments
 
 OUTLIERS = 3e-3  # "quantile": the share of each hyperframe's activations left out of its range
 
@@ -80,7 +80,7 @@ class QuantOptions:
     def __post_init__(self) -> None:
         for group in self.keep_float:
             if group not in KEEP_FLOAT:
-                raise UsageError(
+                raise BadArguments(
                     f"--keep-float: expected names from {list(KEEP_FLOAT)}, found {group!r}"
                 )
         if self.overflow_fix not in OVERFLOW_FIX:  # set by code, not by a user
@@ -88,9 +88,9 @@ class QuantOptions:
         if self.ranges not in (*RANGES, "auto"):
             raise ValueError(f"ranges: expected one of {[*RANGES, 'auto']}, found {self.ranges!r}")
         if self.subset_size < 1:
-            raise UsageError(f"--subset-size: expected >= 1, found {self.subset_size}")
+            raise BadArguments(f"--subset-size: expected >= 1, found {self.subset_size}")
         if self.max_drop is not None and not 0 < self.max_drop < 1:
-            raise UsageError(
+            raise BadArguments(
                 f"--max-drop: expected an absolute top-1 drop in (0, 1), e.g. 0.01 for one "
                 f"point, found {self.max_drop}"
             )

@@ -9,7 +9,8 @@ from collections import Counter
 from edge_hf.errors import SpecError
 from edge_hf.spec import HyperframeSpec
 from models.config import TrainConfig, pyramid_scales
-from models.data import DataError, empty_folders
+from models.data import empty_folders
+from models.errors import BadArguments
 
 log = logging.getLogger("models")
 
@@ -37,7 +38,7 @@ def spec_for(cfg: TrainConfig, classes: tuple[str, ...]) -> HyperframeSpec:
     try:
         return _spec(cfg, classes, alerts)
     except SpecError as e:
-        raise DataError(f"{cfg.recipe or 'flags'}: {e}") from None
+        raise BadArguments(f"{cfg.recipe or 'flags'}: {e}") from None
 
 
 def _spec(cfg: TrainConfig, classes: tuple[str, ...], alerts) -> HyperframeSpec:

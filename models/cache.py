@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from edge_hf.sampler import resize_into
-from models.data import DataError
+from models.errors import BadData
 
 DEFAULT_LIMIT_GB = 20.0
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class FrameCache:
             tmp.replace(path)  # atomic: a crashed run never leaves a half-written entry
         except OSError as e:
             tmp.unlink(missing_ok=True)
-            raise DataError(
+            raise BadData(
                 f"frame cache {self.root}: cannot write a {frames.nbytes / 1e6:.0f} MB entry "
                 f"({e.strerror or e}); free space there, or pass --cache FOLDER on another disk "
                 "or a lower --cache-limit-gb"

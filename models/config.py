@@ -16,10 +16,14 @@ from edge_hf.errors import SpecError
 from edge_hf.spec import HyperframeSpec, Scale
 from models.augment import MODES
 from models.cache import DEFAULT_LIMIT_GB
-from models.data import STRATEGIES, DataError
-from models.model import INFLATIONS, INPUTS
+from models.data import STRATEGIES
+from models.errors import BadArguments
 
 RECIPES = Path(__file__).parent / "recipes"
+# The network's choices (models.model reads them): listed here, where the settings are checked,
+# so that checking them does not import torch and timm.
+INFLATIONS = ("tile-scaled", "tile", "mean", "random")  # conv1's 3-channel weights -> 3T
+INPUTS = ("frames", "diff")  # what conv1 is shown: the frames, or centre frame + differences
 
 
 @dataclass(frozen=True)
@@ -103,10 +107,10 @@ class TrainConfig:
                     self.frames, self.stride, (16, 16), ("c",), scales=pyramid_scales(self)
                 )
             except SpecError as e:
-                raise DataError(f"scales {list(self.scales)}: {e}") from None
+                raise BadArguments(f"scales {list(self.scales)}: {e}") from None
         for ok, key, expected in checks:
             if not ok:
-                raise DataError(
+                raise BadArguments(
                     f"{key}: expected {expected}, found {getattr(self, key.split('/')[0])!r}"
                 )
 
@@ -200,7 +204,7 @@ def pyramid_scales(cfg: TrainConfig) -> tuple[Scale, ...]:
     for text in cfg.scales:
         m = _SCALE.match(str(text))
         if not m:
-            raise DataError(f"scales: expected TxS or TxS+O (e.g. 3x1, 3x4+2), found {text!r}")
+            raise BadArguments(f"scales: expected TxS or TxS+O (e.g. 3x1, 3x4+2), found {text!r}")
         out.append(Scale(int(m[1]), int(m[2]), int(m[3] or 0)))
     return tuple(out)
 
@@ -209,13 +213,13 @@ def read_recipe(name: str) -> dict[str, Any]:
     path = Path(name) if name.endswith(".toml") else RECIPES / f"{name}.toml"
     if not path.is_file():
         known = sorted(p.stem for p in RECIPES.glob("*.toml"))
-        raise DataError(f"recipe {name!r} not found; expected one of {known} or a .toml path")
+        raise BadArguments(f"recipe {name!r} not found; expected one of {known} or a .toml path")
     values = tomllib.loads(path.read_text())
     for key in values:
         if key not in FIELDS:
             near = difflib.get_close_matches(key, FIELDS, 1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise DataError(f"{path}: unknown key {key!r}{hint}")
+            raise BadArguments(f"{path}: unknown key {key!r}{hint}")
     start = values.get("pretrained", "")
     if start and "://" not in start and not Path(start).is_absolute():
         values["pretrained"] = str((path.parent / start).resolve())  # beside the recipe
@@ -249,7 +253,7 @@ def parse(argv: list[str] | None = None) -> TrainConfig:
         if key in values:
             values[key] = tuple(values[key])
     if not values.get("data"):
-        raise DataError(
+        raise BadArguments(
             "--data is required: a dataset folder (folder per class, UCF101, or segments.csv)"
         )
     return TrainConfig(**values)

@@ -31,12 +31,10 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from models.errors import BadData
+
 VIDEO_SUFFIXES = (".avi", ".mp4", ".mkv", ".mov", ".webm", ".mpg", ".mpeg")
 STRATEGIES = ("video", "center", "window-any")
-
-
-class DataError(Exception):
-    """A dataset problem the user can fix; the message says which file and how."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +75,7 @@ def load(
 ) -> Dataset:
     root = Path(root)
     if not root.is_dir():
-        raise DataError(f"dataset folder {root} does not exist")
+        raise BadData(f"dataset folder {root} does not exist")
     fr = Fractions(val_fraction, test_fraction)
     flip = _flip_map(root)
     if (root / "segments.csv").is_file():
@@ -98,7 +96,7 @@ def two_classes(ds: Dataset) -> None:
     """A classifier needs videos of two classes: refuse one, naming the empty folders."""
     if len(ds.classes) < 2:
         empty = ", ".join(empty_folders(ds.root))
-        raise DataError(f"dataset {ds.root}: expected videos of at least 2 classes, found "
+        raise BadData(f"dataset {ds.root}: expected videos of at least 2 classes, found "
                         f"{len(ds.classes)} ({', '.join(ds.classes)})"
                         + (f"; these folders hold no videos: {empty}" if empty else ""))  # fmt: skip
 
@@ -112,7 +110,7 @@ def _flip_map(root: Path) -> dict[str, str] | None | bool:
     try:
         return json.loads(f.read_text())
     except ValueError as e:
-        raise DataError(
+        raise BadData(
             f'{f}: not valid JSON ({e}); expected a label map such as {{"left": "right"}} or null'
         ) from None
 
@@ -149,7 +147,7 @@ def _folders(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
         )
     )
     if not classes:
-        raise DataError(
+        raise BadData(
             f"dataset folder {root} has no class folders with videos ({', '.join(VIDEO_SUFFIXES)})"
         )
     videos = [Video(p, ci) for ci, c in enumerate(classes) for p in _videos(root / c)]
@@ -218,7 +216,7 @@ def _ucf101(root: Path, seed: int, fr: Fractions, flip) -> Dataset:
             rel = line.split()[0]
             cls = rel.split("/")[0]
             if cls not in index:
-                raise DataError(
+                raise BadData(
                     f"{root / name}:{n}: {rel} is in folder {cls!r}, which classInd.txt does not list"
                 )
             out.append(Video(root / rel, index[cls]))
@@ -249,7 +247,7 @@ def add_training(ds: Dataset, folders, seed: int = 0) -> Dataset:
         ):
             train += _training_part(ds, folder, draws, seed)
         else:
-            raise DataError(
+            raise BadData(
                 f"--more-data {folder}: expected a folder with segments.csv, classInd.txt or a "
                 "folder per class of videos, found none"
             )
@@ -266,7 +264,7 @@ def _training_part(ds: Dataset, folder: Path, draws: int, seed: int) -> list[Vid
     other = load(folder, seed)
     foreign = [c for c in other.classes if c not in ds.classes]
     if foreign:
-        raise DataError(
+        raise BadData(
             f"--more-data {folder}: classes {foreign} are not among the classes of {ds.root} "
             f"{list(ds.classes)}; expected the same names (rename the folders or classInd.txt)"
         )
@@ -287,7 +285,7 @@ def more_data_folder(item: str) -> tuple[Path, int]:
     if not sep or not re.fullmatch(r"[-+]?\d+", n):
         return Path(item), 0
     if int(n) < 1:
-        raise DataError(f"--more-data {item}: expected DIR or DIR:N with N >= 1 draws a video "
+        raise BadData(f"--more-data {item}: expected DIR or DIR:N with N >= 1 draws a video "
                         f"per epoch, found N = {n}")  # fmt: skip
     return Path(folder), int(n)
 
@@ -309,7 +307,7 @@ def _per_video(path: Path, rows, classes: tuple[str, ...], allowed: str) -> dict
     segs: dict[str, list[tuple[int, int, int]]] = {}
     for n, (video, start, end, label) in enumerate(rows, 2):
         if label not in classes:
-            raise DataError(f"{path}:{n}: unknown label {label!r}; {allowed} {list(classes)}")
+            raise BadData(f"{path}:{n}: unknown label {label!r}; {allowed} {list(classes)}")
         segs.setdefault(video, []).append((start, end, classes.index(label)))
     out = {}
     for video, parts in segs.items():
@@ -322,35 +320,33 @@ def _per_video(path: Path, rows, classes: tuple[str, ...], allowed: str) -> dict
 
 def read_segments(path: Path) -> list[tuple[str, int, int, str]]:
     if not path.is_file():
-        raise DataError(f"{path}: not found; a folder of labelled videos needs a segments.csv "
+        raise BadData(f"{path}: not found; a folder of labelled videos needs a segments.csv "
                         "(video,start_frame,end_frame,label)")  # fmt: skip
     rows = []
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         if reader.fieldnames != ["video", "start_frame", "end_frame", "label"]:
-            raise DataError(
+            raise BadData(
                 f"{path}: expected the header video,start_frame,end_frame,label, found {reader.fieldnames}"
             )
         for n, r in enumerate(reader, 2):
             if not (path.parent / r["video"]).is_file():
-                raise DataError(
-                    f"{path}:{n}: video {r['video']} does not exist under {path.parent}"
-                )
+                raise BadData(f"{path}:{n}: video {r['video']} does not exist under {path.parent}")
             try:
                 start, end = int(r["start_frame"]), int(r["end_frame"])
             except ValueError:
-                raise DataError(
+                raise BadData(
                     f"{path}:{n}: start_frame and end_frame must be integers, found {r['start_frame']!r}, {r['end_frame']!r}"
                 ) from None
             if not 0 <= start <= end:
-                raise DataError(
+                raise BadData(
                     f"{path}:{n}: bad frame range {start}..{end}; expected 0 <= start_frame <= end_frame"
                 )
             if not r["label"].strip():
-                raise DataError(f"{path}:{n}: empty label")
+                raise BadData(f"{path}:{n}: empty label")
             rows.append((r["video"], start, end, r["label"].strip()))
     if not rows:
-        raise DataError(f"{path}: no segments")
+        raise BadData(f"{path}: no segments")
     return rows
 
 

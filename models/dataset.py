@@ -13,7 +13,8 @@ from torch.utils.data import Dataset
 from edge_hf.spec import Scale
 from models.augment import AugConfig, augment
 from models.cache import FrameCache
-from models.data import DataError, Video, window_label
+from models.data import Video, window_label
+from models.errors import BadData
 
 log = logging.getLogger("models")
 OPEN_CLIPS = 1024  # cache entries mapped at once: each map holds a file descriptor
@@ -118,7 +119,7 @@ class Windows:
                 ", ".join(short[:10]),
             )
         if not self.files:
-            raise DataError(
+            raise BadData(
                 f"no usable videos among {len(videos)} (unreadable: {len(unreadable)}, "
                 f"shorter than {self.span} frames: {len(short)})"
             )

@@ -21,10 +21,10 @@ started on (what the stream showed: a lie-down, a sit-down ...). Reported per cl
 caught within ``--max-delay``), missed, false alarms per hour of video, delay median and p95; and
 the operating point recommended at the runtime's k-of-n: the most events caught within
 ``--max-delay`` at no more than ``--target`` false alarms per hour (ties: fewer false alarms,
-then the higher threshold); for a class that waits for a pose, at any wait ``export.wait``
-could choose (the pose's threshold x seconds: every sweep row names its ``wait``). With
-``--choose-on`` some of the folders, it is chosen and counted on those, and counted again on the
-others (``held_out``): what it does on cameras it was not chosen on.
+then the higher threshold); for a class that waits for a pose, at any wait
+``models.evaluation.wait`` could choose (the pose's threshold x seconds: every sweep row names
+its ``wait``). With ``--choose-on`` some of the folders, it is chosen and counted on those, and
+counted again on the others (``held_out``): what it does on cameras it was not chosen on.
 ``OUT/eval.json`` has everything, including at both points each event's delay or why it was
 missed and where each false alarm started (``outcomes``: to look them up in the videos), and for
 a class that waits for a pose, how often the frames labelled with that pose are called it, over
@@ -51,13 +51,14 @@ import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from edge_hf._values import then_rules
 from edge_hf.alerts import DEFAULT_COOLDOWN, AlertPolicy
+from edge_hf.config import then_rules
 from edge_hf.errors import EdgeHFError
-from export.wait import other_waits
-from models import phases
-from models.data import DataError, read_segments
-from models.events import (
+from models.cli import threshold_arg
+from models.data import read_segments
+from models.errors import WorkstationError
+from models.evaluation import phases
+from models.evaluation.events import (
     GRID,
     KN,
     Options,
@@ -71,7 +72,8 @@ from models.events import (
     sweep,
     with_wait,
 )
-from models.streams import load_streams, stream_facts
+from models.evaluation.streams import load_streams, stream_facts
+from models.evaluation.wait import other_waits
 
 log = logging.getLogger("models")
 
@@ -166,8 +168,8 @@ def _model_file(model: Path, tmp: Path) -> Path:
     """An exported file as is; a checkpoint exported to ONNX (torch needed)."""
     if model.suffix != ".pt":
         return model
-    from export.checkpoint import load_checkpoint
-    from export.to_onnx import export_onnx
+    from models.checkpoint import load_checkpoint
+    from models.to_onnx import export_onnx
 
     ckpt = load_checkpoint(model)
     export_onnx(ckpt.net, ckpt.spec, tmp / "model.onnx")
@@ -183,8 +185,6 @@ def _kn(text: str) -> tuple[int, int]:
 
 
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
-    from export.__main__ import _threshold
-
     ap = argparse.ArgumentParser(
         prog="python -m models.evaluate", description=__doc__.split("\n")[0]
     )
@@ -193,7 +193,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
                     help="folders with videos and segments.csv, evaluated as one set")  # fmt: skip
     ap.add_argument(
         "--threshold",
-        type=_threshold,
+        type=threshold_arg,
         action="append",
         default=[],
         metavar="CLASS=P",
@@ -245,7 +245,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     )
     ap.add_argument(
         "--screen-threshold",
-        type=_threshold,
+        type=threshold_arg,
         action="append",
         default=[],
         metavar="CLASS=P",
@@ -312,12 +312,12 @@ def main(argv: list[str] | None = None) -> int:
                 opts = replace(opts, confirm=_model_file(opts.confirm, Path(tmp) / "confirm"))
             report = evaluate(_model_file(args.model, Path(tmp)), tuple(args.streams), opts,
                               tuple(args.by), args.choose_on)  # fmt: skip
-    except (DataError, EdgeHFError) as e:
+    except (WorkstationError, EdgeHFError) as e:
         print(f"models.evaluate: error: {e}", file=sys.stderr)
-        return getattr(e, "exit_code", 2)
+        return e.exit_code if isinstance(e, EdgeHFError) else 2
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "eval.json").write_text(json.dumps(report, indent=1))
-    from models.report import plot_sweep, summary
+    from models.evaluation.report import plot_sweep, summary
 
     plot_sweep(report, opts, args.out / "sweep.png")
     print(summary(report))

@@ -25,7 +25,7 @@ import torch
 from models import data as datasets
 from models.alerts import spec_for
 from models.config import TrainConfig, parse
-from models.model import build
+from models.factory import build
 from models.synthdata import write_action_dataset
 from models.train import fit, loaders, optimizer
 

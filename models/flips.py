@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.data import DataError, Dataset
+from models.data import Dataset
+from models.errors import BadData
 
 # left/right as a word in snake/kebab case, in CamelCase, or in upper case.
 _WORD = re.compile(
@@ -81,11 +82,11 @@ def plan(mode: str, ds: Dataset) -> FlipPlan:
         return auto(ds.classes)
     path = Path(mode)
     if not path.is_file():
-        raise DataError(f"--flip: expected auto, none or a JSON file, found {mode!r}")
+        raise BadData(f"--flip: expected auto, none or a JSON file, found {mode!r}")
     try:
         value = json.loads(path.read_text())
     except ValueError as e:
-        raise DataError(f"--flip {path}: not valid JSON ({e})") from None
+        raise BadData(f"--flip {path}: not valid JSON ({e})") from None
     return _checked(value, ds.classes, str(path))
 
 
@@ -109,14 +110,14 @@ def _checked(value, classes: tuple[str, ...], where: str) -> FlipPlan:
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
-        raise DataError(
+        raise BadData(
             f'{where}: expected a label map such as {{"walk_left": "walk_right", '
             f'"walk_right": "walk_left"}}, {{}} or null, found {json.dumps(value)[:80]}'
         )
     swap = {a: b for a, b in value.items() if a in classes and b in classes}
     for a, b in swap.items():
         if swap.get(b) != a:
-            raise DataError(
+            raise BadData(
                 f"{where}: {a!r} flips to {b!r} but {b!r} does not flip back to {a!r}; "
                 f"list both directions"
             )

@@ -1,5 +1,6 @@
 """Hyperframe models: a timm backbone with ``in_chans = 3T`` behind an input adapter that takes
-the contract's uint8 ``[N, T, H, W, 3]`` BGR input.
+the contract's uint8 ``[N, T, H, W, 3]`` BGR input (``models.factory.build`` makes one), and the
+starting weights it can load.
 
 The adapter only casts, transposes and reshapes. Colour order is a permutation of conv1's input
 channels, applied to the weights when they are loaded; the 1/(255*std) scaling is a multiply
@@ -20,12 +21,12 @@ import json
 import logging
 from pathlib import Path
 
-import timm
 import torch
 from torch import nn
 
-INFLATIONS = ("tile-scaled", "tile", "mean", "random")
-INPUTS = ("frames", "diff")
+from models.alerts import bare
+from models.config import INFLATIONS, INPUTS
+
 DIFF_GAIN = 4.0  # frame differences are small next to the frames; BN after conv1 sees both
 _BGR = [2, 1, 0]  # RGB weights -> BGR input order
 log = logging.getLogger("models")
@@ -104,45 +105,6 @@ def inflate(weight: torch.Tensor, frames: int, mode: str) -> torch.Tensor:
         w = w.mean(dim=1, keepdim=True).expand_as(w)
     w = w.repeat(1, frames, 1, 1)
     return w if mode == "tile" else w * (3.0 / (3.0 * frames))
-
-
-def build(
-    arch: str,
-    frames: int,
-    num_classes: int,
-    *,
-    inflation: str = "tile-scaled",
-    pretrained: str | None = None,
-    stem_bn: bool = False,
-    size: int | tuple[int, int] | None = None,
-    input_mode: str = "frames",
-    scales: int = 1,
-    classes: tuple[str, ...] | None = None,
-) -> HyperframeNet:
-    """A hyperframe model; with ``scales`` > 1 a temporal pyramid (models.pyramid) whose
-    backbone is shared by the scales and whose head sees all their features."""
-    extra = {"img_size": size} if size and arch.startswith(("vit", "deit")) else {}
-    backbone = timm.create_model(
-        arch,
-        pretrained=False,
-        in_chans=3 * frames,
-        num_classes=num_classes if scales == 1 else 0,
-        **extra,
-    )
-    if scales == 1:
-        net = HyperframeNet(backbone, frames, input_mode)
-    else:
-        from models.pyramid import PyramidNet  # it subclasses HyperframeNet
-
-        net = PyramidNet(backbone, frames, scales, num_classes, input_mode)
-    if pretrained:
-        load_pretrained(net, pretrained, inflation, classes)
-    if stem_bn:  # seed 4.3: a fresh BatchNorm after the stem relearns the input's scale
-        conv = net.stem()
-        backbone.set_submodule(
-            net.first_conv, nn.Sequential(conv, nn.BatchNorm2d(conv.out_channels))
-        )
-    return net
 
 
 def load_pretrained(
@@ -242,8 +204,6 @@ def restem(stem: torch.Tensor, mode: str, frames: int, to: str) -> torch.Tensor:
 
 def _bare(classes) -> list[str]:
     """Class names as they are matched: any case or separators (models.alerts.bare)."""
-    from models.alerts import bare  # models.alerts -> models.config imports this module
-
     return [bare(c) for c in classes]
 
 

@@ -1,24 +1,26 @@
 """What a training run reports: the starting weights and the chosen ones on the validation and
-test splits, and ``metrics.json`` with its plots."""
+test splits, and ``metrics.json`` with its plots (matplotlib, Agg): loss/accuracy curves and the
+confusion matrix."""
 
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import matplotlib
 import torch
 from torch.utils.data import DataLoader
 
-from edge_hf.spec import HyperframeSpec
-from models.choice import evaluate
-from models.config import TrainConfig
-from models.metrics import summary
-from models.report import plot_confusion, plot_curves
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
-if TYPE_CHECKING:
-    from models.train import Loaders, Run
+from edge_hf.spec import HyperframeSpec  # noqa: E402
+from models.config import TrainConfig  # noqa: E402
+from models.evaluation.choice import evaluate  # noqa: E402
+from models.evaluation.metrics import summary  # noqa: E402
+from models.run import Loaders, Run  # noqa: E402
 
 log = logging.getLogger("models")
 
@@ -87,3 +89,36 @@ def write_results(
         plot_curves(history, run.out / "curves.png")
     plot_confusion((test or best)["confusion"], run.ds.classes, run.out / "confusion.png")
     return result
+
+
+def plot_curves(history: list[dict], path: Path) -> None:
+    epochs = [r["epoch"] for r in history]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))
+    a.plot(epochs, [r["loss"] for r in history], label="train")
+    a.plot(epochs, [r["val_loss"] for r in history], label="val")
+    a.set(xlabel="epoch", ylabel="loss")
+    a.legend()
+    b.plot(epochs, [r["train_acc"] for r in history], label="train acc")
+    b.plot(epochs, [r["top1"] for r in history], label="val top-1")
+    b.plot(epochs, [r["macro_f1"] for r in history], label="val macro-F1")
+    b.set(xlabel="epoch", ylim=(0, 1.02))
+    b.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_confusion(cm: list[list[int]], classes: tuple[str, ...], path: Path) -> None:
+    m = np.array(cm)
+    fig, ax = plt.subplots(figsize=(1 + 0.7 * len(classes), 1 + 0.6 * len(classes)))
+    ax.imshow(m, cmap="Blues")
+    ax.set_xticks(range(len(classes)), classes, rotation=45, ha="right")
+    ax.set_yticks(range(len(classes)), classes)
+    ax.set(xlabel="predicted", ylabel="true")
+    for (i, j), v in np.ndenumerate(m):
+        ax.text(
+            j, i, str(v), ha="center", va="center", color="white" if v > m.max() / 2 else "black"
+        )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from models.data import DataError
+from models.errors import BadData
 
 
 def average(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -23,7 +23,7 @@ def average(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     keys = list(states[0])
     for i, s in enumerate(states[1:], 2):
         if list(s) != keys or any(s[k].shape != states[0][k].shape for k in keys):
-            raise DataError(f"soup: member {i}'s weights do not fit member 1's network")
+            raise BadData(f"soup: member {i}'s weights do not fit member 1's network")
     return {
         k: torch.stack([s[k].float() for s in states]).mean(0).to(states[0][k].dtype)
         if states[0][k].is_floating_point()

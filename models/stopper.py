@@ -8,7 +8,7 @@ import time
 
 class Stopper:
     """Chooses the checkpoint (best validation score: top-1, or its mean with the alert AUC,
-    models.choice; ties: lower validation loss) and says when
+    models.evaluation.choice; ties: lower validation loss) and says when
     to stop: ``patience`` epochs in a row that improve neither the checkpoint nor the validation
     loss (a plateau), or the time limit. An epoch before ``from_epoch`` is kept only until one
     from it is recorded (epochs that train the alert clips whole, before ``--action-top``

@@ -20,7 +20,6 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
 
 import torch
 from torch.utils.data import DataLoader
@@ -32,27 +31,18 @@ from models import data as datasets
 from models.alerts import alert_names, spec_for, warn_about
 from models.augment import AugConfig
 from models.cache import FrameCache
-from models.choice import evaluate, whole_alerts
 from models.config import TrainConfig, parse
-from models.data import DataError
 from models.dataset import EvalSet, TrainSet, Windows, collate
-from models.flips import FlipPlan
-from models.metrics import summary
+from models.errors import BadData, WorkstationError
+from models.evaluation.choice import evaluate, whole_alerts
+from models.evaluation.metrics import summary
+from models.factory import build
 from models.mil import AFTER, choose, describe
-from models.model import build
 from models.results import held_out_metrics, split_metrics, start_metrics, write_results
+from models.run import Loaders, Run
 from models.stopper import Stopper
 
 log = logging.getLogger("models")
-
-
-class Loaders(NamedTuple):
-    train: DataLoader
-    val: DataLoader  # picks the epoch and stops training
-    test: DataLoader | None  # reported once, with the chosen weights (None: no test videos)
-    video_level: bool  # one label per video: accuracy per video, else per window
-    flip: FlipPlan
-    alerts: tuple[int, ...]  # alert classes with validation clips labelled whole (models.choice)
 
 
 def loaders(
@@ -65,7 +55,7 @@ def loaders(
         return Windows(videos, cache, spec.inputs, cfg.label_strategy, abnormal, cfg.action_motion)
 
     if not ds.val:
-        raise DataError(
+        raise BadData(
             f"{ds.root}: no validation videos (the epoch is chosen on them): use more videos or "
             f"a larger --val-fraction (now {cfg.val_fraction})"
         )
@@ -117,14 +107,6 @@ def optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer
             model.parameters(), cfg.lr, momentum=0.9, weight_decay=cfg.weight_decay
         )
     return torch.optim.AdamW(model.parameters(), cfg.lr, weight_decay=cfg.weight_decay)
-
-
-class Run(NamedTuple):
-    name: str
-    out: Path
-    ds: datasets.Dataset
-    spec: HyperframeSpec
-    dl: Loaders
 
 
 def prepare(cfg: TrainConfig, member: int = 0) -> Run:
@@ -301,7 +283,7 @@ def resume(path: Path, spec: HyperframeSpec, model, opt, sched) -> tuple[int, li
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     old = HyperframeSpec.from_json(ckpt["spec"])
     if old.classes != spec.classes:
-        raise DataError(
+        raise BadData(
             f"{path}: cannot resume: it was trained on classes {list(old.classes)}, this dataset has {list(spec.classes)}; use a new --name"
         )
     model.load_state_dict(ckpt["model"])
@@ -327,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(
                 fit(replace(cfg, frames=1, stride=1, scales=(), name=_named(cfg, "-t1")))
             )
-    except (DataError, FileNotFoundError, ValueError) as e:
+    except (WorkstationError, FileNotFoundError, ValueError) as e:
         print(f"models.train: error: {e}", file=sys.stderr)
         return 2
     for r in results:

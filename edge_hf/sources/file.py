@@ -14,8 +14,8 @@ from pathlib import Path
 import cv2
 
 from edge_hf.errors import SourceError
-from edge_hf.sources._cv import CvSource, decoder_params
 from edge_hf.sources.base import Pacer, SourceOptions
+from edge_hf.sources.opencv import CvSource, decoder_params
 
 log = logging.getLogger("edge_hf.sources")
 

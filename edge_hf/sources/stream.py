@@ -7,8 +7,8 @@ import cv2
 
 from edge_hf.credentials import with_password
 from edge_hf.redact import mask_url
-from edge_hf.sources._cv import CvSource, decoder_params
 from edge_hf.sources.base import SourceOptions
+from edge_hf.sources.opencv import CvSource, decoder_params
 
 _MAX_MS = 2**31 - 1  # OpenCV takes the timeouts as a C int of milliseconds
 

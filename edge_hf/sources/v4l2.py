@@ -7,8 +7,8 @@ import os
 import cv2
 
 from edge_hf.errors import SourceError
-from edge_hf.sources._cv import CvSource
 from edge_hf.sources.base import SourceOptions
+from edge_hf.sources.opencv import CvSource
 
 
 class V4L2Source(CvSource):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from export.__main__ import main
-from export.errors import ParityError
+from models.errors import ParityFailed
 
 ONNX = ["--formats", "onnx", "--repeats", "1"]
 
@@ -149,7 +149,7 @@ def test_failed_parity_names_the_backend_and_leaves_nothing_behind(
     out.mkdir()
     (out / "mine.txt").write_text("keep me")
     code, err = run(capsys, tiny_ckpt, *ONNX, "--out", out, "--force")
-    assert code == ParityError.exit_code == 6 and len(err) == 1, err
+    assert code == ParityFailed.exit_code == 6 and len(err) == 1, err
     assert "parity failed for onnx (onnxruntime): max |logit difference|" in err[0]
     assert "(allowed 0)" in err[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging folder left

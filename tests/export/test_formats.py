@@ -5,9 +5,9 @@ from contextlib import nullcontext
 import numpy as np
 import pytest
 
-from export.errors import ParityError, UsageError
 from export.formats import BY_NAME, check_options, needed, parse_formats
 from export.measure import check_parity
+from models.errors import BadArguments, ParityFailed
 
 
 @pytest.mark.parametrize(
@@ -16,10 +16,10 @@ from export.measure import check_parity
         ("onnx", nullcontext(["onnx"])),
         (" OpenVINO-int8 , onnx,onnx", nullcontext(["onnx", "openvino-int8"])),  # table order
         ("onnx,openvino,openvino-int8", nullcontext(["onnx", "openvino", "openvino-int8"])),
-        ("", pytest.raises(UsageError, match="expected a comma-separated list")),
-        ("onx", pytest.raises(UsageError, match="unknown format 'onx'; did you mean 'onnx'")),
-        ("int8", pytest.raises(UsageError, match="did you mean 'openvino-int8'")),
-        ("tflite", pytest.raises(UsageError, match=r"unknown format 'tflite' \(known: onnx,")),
+        ("", pytest.raises(BadArguments, match="expected a comma-separated list")),
+        ("onx", pytest.raises(BadArguments, match="unknown format 'onx'; did you mean 'onnx'")),
+        ("int8", pytest.raises(BadArguments, match="did you mean 'openvino-int8'")),
+        ("tflite", pytest.raises(BadArguments, match=r"unknown format 'tflite' \(known: onnx,")),
     ],
 )
 def test_parse_formats(text, expect):
@@ -40,12 +40,12 @@ def test_int8_is_built_from_openvino_which_is_built_from_onnx():
     ("formats", "flag", "expect"),
     [
         ("openvino", "--fp16", nullcontext()),
-        ("onnx,openvino-int8", "--fp16", pytest.raises(UsageError, match="add openvino to")),
+        ("onnx,openvino-int8", "--fp16", pytest.raises(BadArguments, match="add openvino to")),
         ("openvino-int8", "--max-drop", nullcontext()),
         (
             "openvino",
             "--keep-float",
-            pytest.raises(UsageError, match="--keep-float applies to the openvino-int8"),
+            pytest.raises(BadArguments, match="--keep-float applies to the openvino-int8"),
         ),
     ],
 )
@@ -59,11 +59,11 @@ def test_parity_accepts_float_noise_and_refuses_more():
     ref = rng.normal(0, 5, (64, 6)).astype(np.float32)
     ok = check_parity(ref, ref + 1e-6, "x", 1e-4)
     assert ok["argmax_agree"] == 1.0 and ok["relative"] < 1e-6
-    with pytest.raises(ParityError, match=r"parity failed for openvino \(OpenVINO FP32\): max"):
+    with pytest.raises(ParityFailed, match=r"parity failed for openvino \(OpenVINO FP32\): max"):
         check_parity(ref, ref + 0.1, "openvino (OpenVINO FP32)", 1e-4)
     flipped = ref.copy()
     flipped[3] = ref[3][::-1]  # another class on one hyperframe
-    with pytest.raises(ParityError, match="1 of 64 validation hyperframes change class"):
+    with pytest.raises(ParityFailed, match="1 of 64 validation hyperframes change class"):
         check_parity(ref, flipped, "x", 1e-4)
 
 

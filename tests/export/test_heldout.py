@@ -19,8 +19,8 @@ import pytest
 
 from export import heldout
 from export.data import Hyperframes, Unseen
-from export.errors import UsageError
 from export.heldout import compare, per_class
+from models.errors import BadArguments
 from tests.conftest import run_module
 
 CLASSES = 3
@@ -255,12 +255,11 @@ def test_the_export_measures_its_files_on_unseen_videos_too(
 
 
 def test_more_data_folders_count_as_training_data(unseen: Path, tiny_actions: Path, tmp_path):
-    from export.errors import UsageError
     from export.heldout import check_unseen
 
     copy = shutil.copytree(tiny_actions, tmp_path / "copy")
     config = {"data": str(unseen.parent / "elsewhere"), "more_data": [f"{tiny_actions}:1"]}
-    with pytest.raises(UsageError, match=f"24 videos of {copy} are videos of {tiny_actions}"):
+    with pytest.raises(BadArguments, match=f"24 videos of {copy} are videos of {tiny_actions}"):
         check_unseen(copy, config)
     check_unseen(unseen, config)  # nothing shared: no error
 
@@ -273,5 +272,7 @@ def test_by_needs_one_label_per_video(monkeypatch, tmp_path):
     unseen = Unseen(_frames(4, 2), False, {}, (), spec.classes)
     monkeypatch.setattr(heldout, "every_video", lambda *a: unseen)
     monkeypatch.setattr(heldout.measure, "backend_logits", lambda *a: pytest.fail("ran a model"))
-    with pytest.raises(UsageError, match="--by counts top-1 per video, but the labels of .* are "):
+    with pytest.raises(
+        BadArguments, match="--by counts top-1 per video, but the labels of .* are "
+    ):
         heldout.measure_files({"onnx": tmp_path / "m.onnx"}, {}, tmp_path, ("figure",))

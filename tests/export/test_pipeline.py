@@ -17,8 +17,8 @@ from edge_hf.backends import load_backend
 from edge_hf.sampler import resize_into
 from edge_hf.spec import METADATA_KEY, RT_INFO_PATH, HyperframeSpec
 from export.__main__ import summary
-from export.checkpoint import load_checkpoint
 from export.ranges import CANDIDATES, best
+from models.checkpoint import load_checkpoint
 from tests.export.conftest import SIZE
 
 FILES = {"onnx": "model.onnx", "openvino": "model.xml", "openvino-int8": "model-int8.xml"}

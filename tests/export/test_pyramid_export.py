@@ -15,7 +15,7 @@ import torch
 from edge_hf.backends import load_backend
 from edge_hf.sampler import input_buffers
 from edge_hf.spec import RT_INFO_PATH, HyperframeSpec, Scale
-from export.checkpoint import load_checkpoint
+from models.checkpoint import load_checkpoint
 from models.dataset import offsets_of, split_inputs
 from tests.export.conftest import SIZE, run_export
 from tests.export.test_pipeline import FILES, clip_hyperframes

@@ -8,8 +8,8 @@ import pytest
 
 from edge_hf.runtime import DEMO_MODEL
 from export.data import balanced, motion
-from export.errors import UsageError
 from export.quantize import QuantOptions, float_layers
+from models.errors import BadArguments
 from tests.windows import FakeWindows
 
 
@@ -32,7 +32,7 @@ def test_keep_float_groups_are_found_by_structure(mobilenet: ov.Model):
 
 def test_unknown_keep_float_group_is_a_usage_error():
     with pytest.raises(
-        UsageError,
+        BadArguments,
         match=r"--keep-float: expected names from \['stem', 'se', 'head'\], found 'stme'",
     ):
         QuantOptions(keep_float=("stme",))

@@ -16,9 +16,9 @@ FAST = ["--subset-size", "50", "--repeats", "2", "--then", "none"]
 
 
 def test_the_validation_set_becomes_every_video_of_the_tune_dataset(tiny_ckpt: Path, unseen: Path):
-    from export.checkpoint import load_checkpoint
     from export.data import load_data, tuned_on
     from export.quantize import _validation_items
+    from models.checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(tiny_ckpt)
     data = load_data(Path(ckpt.config["data"]), ckpt.spec, ckpt.config, 50)
@@ -34,14 +34,14 @@ def test_the_validation_set_becomes_every_video_of_the_tune_dataset(tiny_ckpt: P
 
 
 def test_labels_per_frame_cannot_tune_a_model_scored_per_window(tiny_ckpt: Path, unseen: Path):
-    from export.checkpoint import load_checkpoint
     from export.data import EvalData, Hyperframes, tuned_on
-    from export.errors import DataError
+    from models.checkpoint import load_checkpoint
+    from models.errors import BadData
 
     ckpt = load_checkpoint(tiny_ckpt)
     h = Hyperframes(np.zeros((4, 1), np.uint8), np.zeros(4, int), np.arange(4))
     per_frame = EvalData(None, h, h, h, False, (4, 4))
-    with pytest.raises(DataError, match="expected labels per frame, .* found one label per video"):
+    with pytest.raises(BadData, match="expected labels per frame, .* found one label per video"):
         tuned_on(per_frame, unseen, ckpt.spec, ckpt.config)
 
 

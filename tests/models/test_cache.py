@@ -10,7 +10,7 @@ from edge_hf.sampler import resize_into
 from edge_hf.sources import SourceOptions
 from edge_hf.sources.file import FileSource
 from models.cache import FrameCache
-from models.data import DataError
+from models.errors import BadData
 from tests.conftest import mounted_tmpfs
 
 
@@ -89,6 +89,6 @@ def test_a_full_disk_is_an_error_naming_the_folder_and_leaves_no_partial_entry(
 ):
     with mounted_tmpfs(tmp_path / "cache", size="64k") as mnt:  # a real, tiny file system
         clip = _clips(tiny_actions, 1)[0]
-        with pytest.raises(DataError, match=f"frame cache {mnt}: cannot write .*--cache FOLDER"):
+        with pytest.raises(BadData, match=f"frame cache {mnt}: cannot write .*--cache FOLDER"):
             FrameCache(mnt, (64, 64)).frames(clip)
         assert list(mnt.iterdir()) == []

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from models import data
-from models.data import DataError, window_label
+from models.data import window_label
+from models.errors import BadData
 
 # frames 0-9 walk (0), 10-14 fall (1), 15-19 lying (2), 20-21 unlabelled (-1)
 LABELS = (0,) * 10 + (1,) * 5 + (2,) * 5 + (-1,) * 2
@@ -104,19 +105,19 @@ def _csv(tmp: Path, rows: list[str], header: str = "video,start_frame,end_frame,
         (["a.avi,0,9,walk", "a.avi,10,20,fall"], nullcontext()),
         (
             ["b.avi,0,9,walk"],
-            pytest.raises(DataError, match=r"segments.csv:2: video b.avi does not exist"),
+            pytest.raises(BadData, match=r"segments.csv:2: video b.avi does not exist"),
         ),
         (
             ["a.avi,9,3,walk"],
-            pytest.raises(DataError, match=r"segments.csv:2: bad frame range 9..3"),
+            pytest.raises(BadData, match=r"segments.csv:2: bad frame range 9..3"),
         ),
-        (["a.avi,x,3,walk"], pytest.raises(DataError, match=r"must be integers, found 'x'")),
-        (["a.avi,0,3,"], pytest.raises(DataError, match=r"segments.csv:2: empty label")),
-        ([], pytest.raises(DataError, match=r"segments.csv: no segments")),
+        (["a.avi,x,3,walk"], pytest.raises(BadData, match=r"must be integers, found 'x'")),
+        (["a.avi,0,3,"], pytest.raises(BadData, match=r"segments.csv:2: empty label")),
+        ([], pytest.raises(BadData, match=r"segments.csv: no segments")),
         (
             ["a.avi,0,3,walk", "a.avi,4,5,jump"],
             pytest.raises(
-                DataError,
+                BadData,
                 match=r"segments.csv:3: unknown label 'jump'; .*classes.txt lists \['walk', 'fall'\]",
             ),
         ),
@@ -128,11 +129,11 @@ def test_bad_segment_rows_name_the_line(tmp_path: Path, rows, expect):
 
 
 def test_bad_layouts(tmp_path: Path):
-    with pytest.raises(DataError, match="does not exist"):
+    with pytest.raises(BadData, match="does not exist"):
         data.load(tmp_path / "nope")
-    with pytest.raises(DataError, match="has no class folders with videos"):
+    with pytest.raises(BadData, match="has no class folders with videos"):
         data.load(tmp_path)
-    with pytest.raises(DataError, match="expected the header"):
+    with pytest.raises(BadData, match="expected the header"):
         data.load(_csv(tmp_path, ["a.avi,0,1,x"], header="file,from,to,what"))
 
 
@@ -185,7 +186,7 @@ def test_annotations_with_an_unknown_label_name_the_line(tmp_path: Path):
     (tmp_path / "fall").mkdir()
     (tmp_path / "fall" / "a.avi").write_bytes(b"")
     _annotations(tmp_path, ["fall/a.avi,0,4,fall", "fall/a.avi,5,9,lying"])
-    with pytest.raises(DataError, match=r"annotations.csv:3: unknown label 'lying'"):
+    with pytest.raises(BadData, match=r"annotations.csv:3: unknown label 'lying'"):
         data.load(tmp_path)
 
 
@@ -251,7 +252,7 @@ def test_more_data_takes_another_datasets_training_part(tmp_path: Path):
     assert (annotated.labels, annotated.cls) == ((1, 1, 1, 1, 2, 2), 1)
     assert {v.draws for v in added} == {2}
     _ucf(tmp_path / "foreign", ["fall", "sit"], groups=3)
-    with pytest.raises(DataError, match=r"--more-data .*foreign: classes \['sit'\] are not among"):
+    with pytest.raises(BadData, match=r"--more-data .*foreign: classes \['sit'\] are not among"):
         data.add_training(ds, [tmp_path / "foreign"])
 
 
@@ -259,14 +260,14 @@ def test_more_data_errors_name_the_folder_and_the_classes(tmp_path: Path):
     (tmp_path / "clips" / "fall").mkdir(parents=True)
     (tmp_path / "clips" / "fall" / "a.avi").write_bytes(b"")
     ds = data.load(tmp_path / "clips", val_fraction=0, test_fraction=0)
-    with pytest.raises(DataError, match=r"--more-data .*nowhere: expected a folder with segments"):
+    with pytest.raises(BadData, match=r"--more-data .*nowhere: expected a folder with segments"):
         data.add_training(ds, [tmp_path / "nowhere"])
     (tmp_path / "long").mkdir()
     (tmp_path / "long" / "s.mp4").write_bytes(b"")
     _csv(tmp_path / "long", ["s.mp4,0,3,lying"])
-    with pytest.raises(DataError, match=r"segments.csv:2: unknown label 'lying'; the dataset "):
+    with pytest.raises(BadData, match=r"segments.csv:2: unknown label 'lying'; the dataset "):
         data.add_training(ds, [tmp_path / "long"])
-    with pytest.raises(DataError, match=r"--more-data .*long:0: expected DIR or DIR:N with N >= 1"):
+    with pytest.raises(BadData, match=r"--more-data .*long:0: expected DIR or DIR:N with N >= 1"):
         data.add_training(ds, [f"{tmp_path / 'long'}:0"])
 
 

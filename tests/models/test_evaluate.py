@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edge_hf.spec import HyperframeSpec, write_onnx_spec
-from models.events import MISSES
+from models.evaluation.events import MISSES
 from tests.conftest import run_module
 
 SPEC = HyperframeSpec(

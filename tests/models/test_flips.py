@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from models.augment import AugConfig, augment
-from models.data import DataError, Dataset
+from models.data import Dataset
+from models.errors import BadData
 from models.flips import auto, mirror_name, plan
 
 
@@ -71,9 +72,9 @@ def test_declared_flip_json_wins_in_auto_mode_and_none_forbids():
         ({}, nullcontext()),  # every label kept... except directional ones (never flipped)
         (
             {"walk_left": "walk_right"},
-            pytest.raises(DataError, match="'walk_right' does not flip back to 'walk_left'"),
+            pytest.raises(BadData, match="'walk_right' does not flip back to 'walk_left'"),
         ),
-        (["walk_left"], pytest.raises(DataError, match="expected a label map")),
+        (["walk_left"], pytest.raises(BadData, match="expected a label map")),
     ],
 )
 def test_flip_file(tmp_path: Path, content, expect):
@@ -86,7 +87,7 @@ def test_flip_file(tmp_path: Path, content, expect):
 
 def test_unknown_flip_mode_is_an_error():
     with pytest.raises(
-        DataError, match="--flip: expected auto, none or a JSON file, found 'sideways'"
+        BadData, match="--flip: expected auto, none or a JSON file, found 'sideways'"
     ):
         plan("sideways", _ds(["fall"]))
 

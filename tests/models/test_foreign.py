@@ -10,7 +10,8 @@ from pathlib import Path
 
 import cv2
 
-from models import data, foreign, streams
+from models import data, foreign
+from models.evaluation import streams
 
 
 def test_it_imports_nothing_of_the_project():

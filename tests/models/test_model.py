@@ -8,7 +8,8 @@ import timm
 import torch
 
 from edge_hf.spec import HyperframeSpec
-from models.model import build, inflate
+from models.factory import build
+from models.model import inflate
 
 
 def _three_channel(

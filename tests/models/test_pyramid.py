@@ -8,7 +8,7 @@ import pytest
 import timm
 import torch
 
-from models.model import build
+from models.factory import build
 from models.pyramid import PyramidNet
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from export.checkpoint import load_checkpoint
+from models.checkpoint import load_checkpoint
 from models.config import parse
-from models.data import DataError
+from models.errors import BadArguments, BadData
 from models.soup import average
 from tests.models.test_train import train
 
@@ -26,16 +26,16 @@ def test_the_average_is_the_mean_of_floats_and_the_first_members_counters():
 
 def test_members_of_other_networks_are_refused():
     a = {"w": torch.zeros(2)}
-    with pytest.raises(DataError, match="member 2's weights do not fit member 1's network"):
+    with pytest.raises(BadData, match="member 2's weights do not fit member 1's network"):
         average([a, {"w": torch.zeros(3)}])
-    with pytest.raises(DataError, match="member 2's weights do not fit"):
+    with pytest.raises(BadData, match="member 2's weights do not fit"):
         average([a, {"v": torch.zeros(2)}])
 
 
 def test_a_soup_needs_a_start_to_average_from():
-    with pytest.raises(DataError, match=r"soup: expected 1 without --pretrained .*found 2"):
+    with pytest.raises(BadArguments, match=r"soup: expected 1 without --pretrained .*found 2"):
         parse(["--data", "x", "--soup", "2"])
-    with pytest.raises(DataError, match="soup: expected a whole number of members >= 1"):
+    with pytest.raises(BadArguments, match="soup: expected a whole number of members >= 1"):
         parse(["--data", "x", "--soup", "0"])
     assert parse(["--data", "x", "--soup", "2", "--pretrained", "w.pt"]).soup == 2
 
@@ -48,7 +48,7 @@ def test_from_scratch_a_recipes_soup_is_one_run(tmp_path: Path):
     recipe.write_text('pretrained = "w.pt"\nsoup = 3\n')
     assert parse(["--recipe", str(recipe), "--data", "x"]).soup == 3
     assert parse(["--recipe", str(recipe), "--data", "x", "--pretrained", ""]).soup == 1
-    with pytest.raises(DataError, match="do not average: --soup 1"):
+    with pytest.raises(BadArguments, match="do not average: --soup 1"):
         parse(["--recipe", str(recipe), "--data", "x", "--pretrained", "", "--soup", "3"])
 
 

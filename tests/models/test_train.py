@@ -14,7 +14,7 @@ import torch
 
 from edge_hf.spec import HyperframeSpec, Scale
 from models.config import parse
-from models.model import build
+from models.factory import build
 from models.train import network
 from tests.conftest import run_module
 

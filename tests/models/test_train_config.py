@@ -9,7 +9,7 @@ import pytest
 
 from edge_hf.spec import Scale
 from models.config import parse, pyramid_scales
-from models.data import DataError
+from models.errors import BadArguments
 from tests.conftest import run_module
 
 
@@ -25,14 +25,14 @@ from tests.conftest import run_module
     ],
 )
 def test_bad_config(argv, message):
-    with pytest.raises(DataError, match=message.replace("[", r"\[").replace("(", r"\(")):
+    with pytest.raises(BadArguments, match=message.replace("[", r"\[").replace("(", r"\(")):
         parse(argv)
 
 
 def test_recipe_typo_suggests_the_key(tmp_path: Path):
     recipe = tmp_path / "mine.toml"
     recipe.write_text('arch = "resnet18"\nlrr = 0.1\n')
-    with pytest.raises(DataError, match=r"mine.toml: unknown key 'lrr'; did you mean 'lr'\?"):
+    with pytest.raises(BadArguments, match=r"mine.toml: unknown key 'lrr'; did you mean 'lr'\?"):
         parse(["--recipe", str(recipe), "--data", "x"])
 
 
@@ -71,9 +71,9 @@ def test_every_flag_has_a_help_text():
 
 
 def test_a_scale_that_disagrees_with_frames_is_refused_naming_both():
-    with pytest.raises(DataError, match=r"scales\[1\].frames: expected 3 .*found 5"):
+    with pytest.raises(BadArguments, match=r"scales\[1\].frames: expected 3 .*found 5"):
         parse(["--data", "d", "--frames", "3", "--scales", "3x1", "5x2"])
-    with pytest.raises(DataError, match="expected TxS or TxS\\+O"):
+    with pytest.raises(BadArguments, match="expected TxS or TxS\\+O"):
         parse(["--data", "d", "--scales", "3by1"])
     cfg = parse(["--data", "d", "--recipe", "realtime-cpu", "--scales", "3x1", "3x4+2"])
     assert pyramid_scales(cfg) == (Scale(3, 1), Scale(3, 4, 2))

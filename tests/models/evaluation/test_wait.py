@@ -1,5 +1,5 @@
-"""export.wait: the wait for lying after a fall, chosen per model from how high lying scores
-after its validation falls, read through the runtime."""
+"""models.evaluation.wait: the wait for lying after a fall, chosen per model from how high lying
+scores after its validation falls, read through the runtime."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 
 from edge_hf import synth
 from edge_hf.spec import Then
-from export.wait import (
+from models.data import Video
+from models.evaluation.events import Options, Stream
+from models.evaluation.wait import (
     GRID,
     MIN_FALLS,
     SECONDS,
@@ -23,8 +25,6 @@ from export.wait import (
     lying_peaks,
     segments,
 )
-from models.data import Video
-from models.events import Options, Stream
 from tests.conftest import save_model
 from tests.motion_model import MOTION_SPEC
 

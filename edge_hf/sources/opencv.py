@@ -1,4 +1,5 @@
-"""Shared plumbing for sources read through cv2.VideoCapture."""
+"""Sources read through cv2.VideoCapture: the base class of the file, stream and V4L2 sources,
+and the decoder parameters they open with (the bench patches and reuses both)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ A folder of clips (a class per folder) has no long labelled streams to count fal
 on. Its validation clips still say something: through the runtime (the shipped file, its sampler,
 backend and the runtime's own alert logic at the spec's k of n and wait), how many clips of each
 class alert at the spec's threshold, how many of the alert class's clips alert when played
-backwards (a fall played backwards is someone getting up: models/backwards.py), and the lowest threshold of ``models.events.GRID`` at which no clip of another class and
+backwards (a fall played backwards is someone getting up: models/backwards.py), and the lowest
+threshold of ``models.evaluation.events.GRID`` at which no clip of another class and
 no reversed alert clip alerts, with the alert clips that still alert there. In the second world
 those quiet thresholds (0.85-0.95 over four seeds) cut the false alarms an hour on streams by 1.7
 to 6.3 times against 0.8, and caught fewer falls (docs/results.md). It is a warning, not a choice: the export writes no threshold from it (``--threshold``
@@ -19,8 +20,9 @@ from pathlib import Path
 import cv2
 
 from edge_hf.spec import HyperframeSpec, Then
-from models.data import DataError, Video
-from models.events import GRID, Options, Stream, starts
+from models.data import Video
+from models.errors import BadData
+from models.evaluation.events import GRID, Options, Stream, starts
 
 PER_CLASS = 30  # validation clips of a class the check scores (evenly spaced)
 TOTAL = 300  # and in all (a dataset of many classes: fewer of each)
@@ -89,11 +91,11 @@ def sample(clips: list[Video]) -> list[Video]:
 def _scored(model: Path, video: Path) -> Stream | None:
     """``video`` through the runtime; None when it holds less than one hyperframe or cannot be
     read to the end (the trainer skips such clips too; the runtime has said why on stderr)."""
-    from models.streams import scored  # the runtime; imported here to keep export light
+    from models.evaluation.streams import scored  # the runtime; imported here to keep export light
 
     try:
         return scored(model, video, video.name, [], Options())[0]
-    except DataError:
+    except BadData:
         return None
 
 

@@ -1,10 +1,10 @@
-"""models/report.py: what the evaluator says of a recommended point that catches nothing, and of
-falls missed for want of the pose."""
+"""models/evaluation/report.py: what the evaluator says of a recommended point that catches
+nothing, and of falls missed for want of the pose."""
 
 from __future__ import annotations
 
-from models.events import MISSES
-from models.report import none_in_time, pose_called
+from models.evaluation.events import MISSES
+from models.evaluation.report import none_in_time, pose_called
 
 
 def point(threshold: float, in_time: int, false_per_hour: float, k: int = 2) -> dict:

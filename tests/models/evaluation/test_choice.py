@@ -1,5 +1,5 @@
-"""models/choice.py: the epoch is chosen with how well each validation video's best window ranks
-the alert clips labelled whole above the others."""
+"""models/evaluation/choice.py: the epoch is chosen with how well each validation video's best
+window ranks the alert clips labelled whole above the others."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from models.choice import alert_auc, auc, whole_alerts
+from models.evaluation.choice import alert_auc, auc, whole_alerts
 
 WALK, FALL, HOLD = 0, 1, 2
 

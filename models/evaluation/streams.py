@@ -1,7 +1,7 @@
 """Labelled streams in: their facts (``videos.csv``) and their scores, every video through the
 runtime itself (its file source, sampler, backend, activation and, in two-stage mode, both
 models), with each hyperframe's scores recorded on the way to the alert logic. Used by
-``models.evaluate`` and by the export (``export.wait``, ``export.clips``)."""
+``models.evaluate`` and by the export (``models.evaluation.wait``, ``models.evaluation.clips``)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import numpy as np
 from edge_hf.alerts import AlertLogic
 from edge_hf.runtime import RunConfig, Runtime, alert_policy
 from edge_hf.sources import SourceOptions
-from models.data import DataError
-from models.events import Options, Stream, events_of
+from models.errors import BadData
+from models.evaluation.events import Options, Stream, events_of
 
 log = logging.getLogger("models")
 
@@ -56,7 +56,7 @@ def score(model: Path, video: Path, opts: Options) -> tuple[Runtime, Tap, int]:
     tap = Tap(rt.cameras[0].logic)
     rt.cameras[0].logic = tap
     if rt.run() != 0:
-        raise DataError(f"{video}: the runtime could not read it to the end (see the log above)")
+        raise BadData(f"{video}: the runtime could not read it to the end (see the log above)")
     return rt, tap, rt.cameras[0].capture.stats.grabbed
 
 
@@ -98,18 +98,18 @@ def read_facts(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, str]
     fact about each video (camera, distance, light ...) -> {video: {column: value}} for
     ``columns``."""
     if not path.is_file():
-        raise DataError(f"{path}: not found; --by needs a CSV there with a video column and one "
+        raise BadData(f"{path}: not found; --by needs a CSV there with a video column and one "
                         "column per fact (e.g. video,camera,distance)")  # fmt: skip
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         have = reader.fieldnames or []
         lost = [c for c in ("video", *columns) if c not in have]
         if lost:
-            raise DataError(f"{path}: expected the columns video and {list(columns)}, found {have}")
+            raise BadData(f"{path}: expected the columns video and {list(columns)}, found {have}")
         out: dict[str, dict[str, str]] = {}
         for n, r in enumerate(reader, 2):
             if r["video"] in out:
-                raise DataError(f"{path}:{n}: video {r['video']} is listed twice")
+                raise BadData(f"{path}:{n}: video {r['video']} is listed twice")
             out[r["video"]] = {c: (r[c] or "").strip() or "(empty)" for c in columns}
     return out
 
@@ -124,6 +124,6 @@ def stream_facts(
     known = read_facts(root / "videos.csv", by)
     lost = sorted(videos - set(known))
     if lost:
-        raise DataError(f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of {of}, "
+        raise BadData(f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of {of}, "
                         f"e.g. {lost[0]}; add one per video")  # fmt: skip
     return known

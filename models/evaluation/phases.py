@@ -1,7 +1,7 @@
 """How often the model sees a labelled pose as that pose, over all streams and per stream: the
 pose a class waits for (``lying`` after a fall) called something else on one camera is that
 camera's falls missed "for want of the pose" (docs/results.md). Pure functions over
-the scores ``models.evaluate`` records, as models/events.py."""
+the scores ``models.evaluate`` records, as models/evaluation/events.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections import Counter
 
 import numpy as np
 
-from models.events import Stream
+from models.evaluation.events import Stream
 
 WORST = 3  # streams named in the printed line
 

@@ -1,6 +1,9 @@
 """ONNX export: the folded model with its input adapter inside the graph, the contract's uint8
 ``[N, T, H, W, 3]`` input (one per scale for a pyramid) with a dynamic N, the spec in
-``metadata_props``, checked."""
+``metadata_props``, checked.
+
+Here, beside the model it is the deployed form of: ``python -m export`` writes it with the other
+formats built from it, and ``python -m models.evaluate`` when it is given a checkpoint."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
-"""models/phases.py on hand-built streams: how often a labelled pose is called that pose, in all
-and per stream, the least seen first, and the printed line."""
+"""models/evaluation/phases.py on hand-built streams: how often a labelled pose is called that
+pose, in all and per stream, the least seen first, and the printed line."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from models import phases
-from models.events import Stream
+from models.evaluation import phases
+from models.evaluation.events import Stream
 
 CLASSES = ("hold", "lying", "other")
 

@@ -1,5 +1,5 @@
-"""models/events.py: the pure replay over recorded scores (streams built by hand, no model):
-why a fall was missed, a fall that waits for lying, the recommended point and its wait."""
+"""models/evaluation/events.py: the pure replay over recorded scores (streams built by hand, no
+model): why a fall was missed, a fall that waits for lying, the recommended point and its wait."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 
 from edge_hf.spec import Then
-from export.wait import GRID as WAIT_GRID
-from export.wait import WITHIN, other_waits
-from models.events import (
+from models.evaluation.events import (
     GRID,
     MISSES,
     Options,
@@ -23,6 +21,8 @@ from models.events import (
     sweep,
     with_wait,
 )
+from models.evaluation.wait import GRID as WAIT_GRID
+from models.evaluation.wait import WITHIN, other_waits
 
 
 def test_recommend_the_most_recall_within_the_false_alarm_target():

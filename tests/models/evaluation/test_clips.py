@@ -1,5 +1,5 @@
-"""export.clips: what the alert does on validation clips labelled whole, forward and backwards,
-and the lowest threshold that keeps every clip that is not the alert quiet."""
+"""models.evaluation.clips: what the alert does on validation clips labelled whole, forward and
+backwards, and the lowest threshold that keeps every clip that is not the alert quiet."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import numpy as np
 
 from edge_hf.backends import load_backend
 from edge_hf.runtime import DEMO_MODEL
-from export.clips import alerting, check, lines, reversed_copy, summarise
 from models.data import Video
-from models.events import Stream
+from models.evaluation.clips import alerting, check, lines, reversed_copy, summarise
+from models.evaluation.events import Stream
 
 GRID = (0.5, 0.8, 0.9, 0.95)
 T, F = True, False
@@ -103,7 +103,7 @@ def test_clips_too_short_for_a_hyperframe_are_left_out_and_counted(tmp_path: Pat
 
 
 def test_the_sample_is_evenly_spaced_and_bounded_per_class_and_in_all(monkeypatch):
-    import export.clips as clips
+    import models.evaluation.clips as clips
 
     many = [Video(Path(f"a{i:03d}.avi"), 0) for i in range(100)]
     few = [Video(Path(f"b{i}.avi"), 1) for i in range(5)]

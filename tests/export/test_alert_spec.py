@@ -1,12 +1,12 @@
-"""export.checkpoint's spec edits: the classes that wait for a pose (``--then``)."""
+"""export.alert_spec: the classes that wait for a pose (``--then``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from edge_hf.spec import HyperframeSpec, Then
-from export.checkpoint import with_then
-from export.errors import UsageError
+from export.alert_spec import with_then
+from models.errors import BadArguments
 
 LYING = HyperframeSpec(3, 1, (32, 32), ("walk", "fall", "lying", "other"), (("fall", 0.8),))
 EASY = HyperframeSpec(3, 1, (32, 32), ("walk", "fall", "lie_down"), (("fall", 0.8),))
@@ -25,5 +25,5 @@ def test_given_rules_replace_auto_and_must_name_the_models_classes():
     assert with_then(LYING, ()).alert_then == ()  # --then none
     mine = (Then("fall", "other", 0.7, 2.0),)
     assert with_then(LYING, mine).alert_then == mine
-    with pytest.raises(UsageError, match=r"--then fall=lying: the model has no class 'lying'"):
+    with pytest.raises(BadArguments, match=r"--then fall=lying: the model has no class 'lying'"):
         with_then(EASY, (Then("fall", "lying"),))

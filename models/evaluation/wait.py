@@ -1,6 +1,6 @@
 """How a model's fall alert waits for lying (``Then``'s threshold and seconds), chosen per model.
 
-A model with a ``lying`` class alerts on a fall only once lying follows it (export.checkpoint.
+A model with a ``lying`` class alerts on a fall only once lying follows it (export.alert_spec.
 with_then). How high lying scores after a fall depends on the model: trained from scratch about
 0.25, from the posture weights about 0.9 (docs/results.md), so no one threshold suits both.
 The export reads it off the model: every validation video with frame labels goes through the
@@ -21,7 +21,7 @@ import numpy as np
 
 from edge_hf.spec import HyperframeSpec, Then
 from models.data import Video
-from models.events import Options, Stream, match, runs, starts, sweep, with_wait
+from models.evaluation.events import Options, Stream, match, runs, starts, sweep, with_wait
 
 GRID = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)  # the pose's threshold
 SECONDS = 0.4  # the wait the export writes
@@ -38,7 +38,7 @@ def segments(labels: tuple[int, ...], classes: tuple[str, ...]) -> tuple[tuple[i
 
 def streams(model: Path, videos: tuple[Video, ...], classes: tuple[str, ...]) -> list[Stream]:
     """The videos with frame labels, each scored by the runtime as a Stream."""
-    from models.streams import scored  # the runtime; imported here to keep export light
+    from models.evaluation.streams import scored  # the runtime; imported here to keep export light
 
     return [
         scored(model, v.path, str(v.path), list(segments(v.labels, classes)), Options())[0]
@@ -115,8 +115,8 @@ def choose_wait(
 
 
 def other_waits(streams: list[Stream], column: int, cls: str, thresholds, opts: Options):
-    """For a class that waits for a pose: ``models.events.sweep`` over ``thresholds`` at the
-    runtime's k-of-n for every other wait of GRID x WITHIN (the export writes only SECONDS), so
+    """For a class that waits for a pose: ``models.evaluation.events.sweep`` over ``thresholds`` at
+    the runtime's k-of-n for every other wait of GRID x WITHIN (the export writes only SECONDS), so
     ``models.evaluate``'s recommended point may change the wait as well as the threshold; for
     any other class, nothing."""
     rule = opts.then_of(cls)

@@ -1,10 +1,11 @@
 """Read a training checkpoint (``runs/<name>/best.pt`` from ``models.train``) into a folded,
-evaluation-mode model and its spec, refusing anything that is not ours."""
+evaluation-mode model and its spec, refusing anything that is not ours. The trainer writes the
+file; the export and the evaluator (``python -m models.evaluate`` on a checkpoint) read it here."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,10 @@ import torch
 
 from edge_hf.errors import SpecError
 from edge_hf.paths import file_problem
-from edge_hf.spec import HyperframeSpec, Then, layer_thresholds, unknown_in_then
-from export.errors import CheckpointError, UsageError
-from models.alerts import bare
-from models.model import HyperframeNet, build
+from edge_hf.spec import HyperframeSpec
+from models.errors import BadCheckpoint
+from models.factory import build
+from models.model import HyperframeNet
 
 KEYS = ("model", "spec", "config")
 FIX = "pass a runs/<name>/best.pt written by `python -m models.train`"
@@ -49,24 +50,24 @@ def load_checkpoint(path: Path) -> Checkpoint:
     if not isinstance(state, dict) or not set(KEYS) <= set(state):
         found = sorted(state) if isinstance(state, dict) else type(state).__name__
         missing = [k for k in KEYS if not isinstance(state, dict) or k not in state]
-        raise CheckpointError(
+        raise BadCheckpoint(
             f"{path}: not an edge-hf training checkpoint (missing {missing}, found {found}); {FIX}"
         )
     try:
         spec = HyperframeSpec.from_json(state["spec"], f"{path}: spec")
     except SpecError as e:
-        raise CheckpointError(f"{e}; {FIX}") from None
+        raise BadCheckpoint(f"{e}; {FIX}") from None
     try:
         config = json.loads(state["config"])
         arch = config["arch"]
     except (TypeError, ValueError, KeyError):
-        raise CheckpointError(f"{path}: its training config is unreadable; {FIX}") from None
+        raise BadCheckpoint(f"{path}: its training config is unreadable; {FIX}") from None
     net = network(spec, config)
     try:
         net.load_state_dict(state["model"])
     except (RuntimeError, TypeError, AttributeError) as e:
         first = str(e).strip().splitlines()[0][:160]
-        raise CheckpointError(
+        raise BadCheckpoint(
             f"{path}: its weights do not fit a {arch} with {len(spec.classes)} classes "
             f"({first}); {FIX}"
         ) from None
@@ -78,36 +79,13 @@ def load_checkpoint(path: Path) -> Checkpoint:
 def _read(path: Path) -> Any:
     problem = file_problem(path)
     if problem:
-        raise CheckpointError(f"checkpoint {path} {problem}; {FIX}")
+        raise BadCheckpoint(f"checkpoint {path} {problem}; {FIX}")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     # A file that is not a zip falls through to torch's legacy unpickler, which fails with
     # whatever its parser trips on (struct.error, ValueError, KeyError, UnicodeDecodeError…).
     except Exception as e:
         first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
-        raise CheckpointError(
+        raise BadCheckpoint(
             f"{path}: not a PyTorch checkpoint we can read ({first}); {FIX}"
         ) from None
-
-
-def with_then(spec: HyperframeSpec, then: tuple[Then, ...] | None) -> HyperframeSpec:
-    """The spec with the classes that wait for a pose after them (``--then``); None (auto): a
-    model with a ``lying`` class alerts on ``fall`` only once lying follows it (``Then``'s
-    defaults: a score of 0.2 within 1 s; export.wait then chooses both for the model)."""
-    if then is None:  # the names as the dataset spells them: Fall, LYING, ...
-        fall = next((c for c in spec.thresholds if bare(c) == "fall"), None)
-        lying = next((c for c in spec.classes if bare(c) == "lying"), None)
-        auto = fall is not None and lying is not None
-        then = (Then(fall, lying),) if auto else spec.alert_then
-    if (problem := unknown_in_then(spec, then, "--then")) is not None:
-        raise UsageError(problem)
-    return replace(spec, alert_then=tuple(then))
-
-
-def with_thresholds(spec: HyperframeSpec, overrides: list[tuple[str, float]]) -> HyperframeSpec:
-    """The spec with alert thresholds set or added (``--threshold CLASS=P``)."""
-    try:
-        thresholds = layer_thresholds(spec, [("--threshold", tuple(overrides))])
-    except SpecError as e:
-        raise UsageError(str(e)) from None
-    return replace(spec, alert_classes=tuple(thresholds.items()))

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from models.metrics import confusion
+from models.evaluation.metrics import confusion
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
@@ -57,7 +57,7 @@ def evaluate(
     alerts: tuple[int, ...] = (),
 ) -> tuple[np.ndarray, float, float | None]:
     """Confusion matrix over videos (logits of a video's windows averaged) or over windows, the
-    loss, and the AUC of the ``alerts``' videos by their best windows (models.choice; None:
+    loss, and the AUC of the ``alerts``' videos by their best windows (module docstring; None:
     not asked for, or not per video)."""
     model.eval()
     logits, truth, clips = [], [], []
