@@ -84,8 +84,10 @@ def ort_thread_rows(seconds: float) -> list[tuple[str, float, float]]:
     name = b.session.get_inputs()[0].name
     rows = []
     for r in (2, 4):
-        xs = [np.random.default_rng(k).integers(0, 256, b.spec.input_shape(0, 1), np.uint8)
-              for k in range(r)]  # fmt: skip
+        xs = [
+            np.random.default_rng(k).integers(0, 256, b.spec.input_shape(0, 1), np.uint8)
+            for k in range(r)
+        ]
         counts = [0] * r
         t0 = time.perf_counter()
         deadline = t0 + seconds

@@ -81,11 +81,31 @@ def _h264(frames, path: Path) -> Path:
         out.write(f)
     out.release()
     cmd = [
-        "ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-i", str(raw),
-        "-vf", f"scale={SIZE[0]}:{SIZE[1]},noise=alls=6:allf=t", "-an", "-c:v", "libx264",
-        "-preset", "veryfast", "-g", str(FPS), "-bf", "0", "-pix_fmt", "yuv420p",
-        "-r", str(FPS), str(path),
-    ]  # fmt: skip
+        "ffmpeg",
+        "-hide_banner",
+        "-nostdin",
+        "-loglevel",
+        "error",
+        "-y",
+        "-i",
+        str(raw),
+        "-vf",
+        f"scale={SIZE[0]}:{SIZE[1]},noise=alls=6:allf=t",
+        "-an",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "veryfast",
+        "-g",
+        str(FPS),
+        "-bf",
+        "0",
+        "-pix_fmt",
+        "yuv420p",
+        "-r",
+        str(FPS),
+        str(path),
+    ]
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     return path
 
@@ -245,7 +265,7 @@ def table(rows: list[Row]) -> str:
     out = [
         "| side | N | frames kept | backlog growth (frames/s/camera) | dropped | alert latency (s) | CPU (cores) |",
         "|---|---:|---:|---:|---:|---:|---:|",
-    ]  # fmt: skip
+    ]
     for r in rows:
         lat = "-" if r.side == "decode" else ("missed" if r.latency is None else f"{r.latency:.2f}")
         out.append(

@@ -24,9 +24,12 @@ def test_streams_short_sweep(benchmark, extra, tmp_path: Path):
     by = {r.side: r for r in rows}
     for r in rows:
         extra[f"{r.side}.n{N}"] = {
-            "kept": round(r.kept, 4), "growth": round(r.growth, 3), "dropped": r.dropped,
-            "latency_s": r.latency, "cpu_cores": round(r.cpu, 3),
-        }  # fmt: skip
+            "kept": round(r.kept, 4),
+            "growth": round(r.growth, 3),
+            "dropped": r.dropped,
+            "latency_s": r.latency,
+            "cpu_cores": round(r.cpu, 3),
+        }
     extra["edge_over_decode_cpu"] = round(by["edge-hf"].cpu / by["decode"].cpu, 3)
     # what the short sweep can say: at N=2 every side keeps up and the fall is alerted in time
     assert all(r.ok for r in rows), table(rows)

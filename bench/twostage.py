@@ -55,17 +55,25 @@ def demo_story(folder: Path) -> Path:
 
 
 def once(screen: Path, confirm: Path | None, video: Path, screen_thr: float | None) -> dict:
-    cfg = RunConfig(cameras=(str(video),), model=screen, confirm=confirm,
-                    screen_thresholds=(("fall", screen_thr),) if screen_thr else (),
-                    source_opts=SourceOptions(fast=True))  # fmt: skip
+    cfg = RunConfig(
+        cameras=(str(video),),
+        model=screen,
+        confirm=confirm,
+        screen_thresholds=(("fall", screen_thr),) if screen_thr else (),
+        source_opts=SourceOptions(fast=True),
+    )
     rt = Runtime(cfg, [], threading.Event())
     t0 = time.process_time()
     rt.run()
     cpu = time.process_time() - t0
     frames = rt.cameras[0].stats.grabbed
     model = rt.latency.total + (rt.two.latency.total if rt.two else 0.0)
-    return {"cpu_ms": 1000 * cpu / frames, "model_ms": 1000 * model / frames,
-            "screened": rt.two.screens if rt.two else 0, "hops": rt.latency.count}  # fmt: skip
+    return {
+        "cpu_ms": 1000 * cpu / frames,
+        "model_ms": 1000 * model / frames,
+        "screened": rt.two.screens if rt.two else 0,
+        "hops": rt.latency.count,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -80,9 +88,12 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         confirm = args.confirm or pyramid_onnx(args.screen, Path(tmp) / "pyramid.onnx")
         video = args.video or demo_story(Path(tmp))
-        runs = {"screen alone": (None, None), "two-stage, nothing screened": (confirm, 1.0),
-                "two-stage": (confirm, None),
-                "two-stage, every hop confirmed": (confirm, 0.001)}  # fmt: skip
+        runs = {
+            "screen alone": (None, None),
+            "two-stage, nothing screened": (confirm, 1.0),
+            "two-stage": (confirm, None),
+            "two-stage, every hop confirmed": (confirm, 0.001),
+        }
         got: dict[str, list[dict]] = {k: [] for k in runs}
         for _ in range(args.rounds):
             for name, (c, thr) in runs.items():

@@ -166,9 +166,16 @@ class AlertLogic:
         self._active[c] = None
         self._quiet_until[c] = frame + round(self.policy.cooldown * self.fps)
         return Event(
-            "end", active.id, self.camera, active.label, score, max(active.peak, score), frame, t,
+            "end",
+            active.id,
+            self.camera,
+            active.label,
+            score,
+            max(active.peak, score),
+            frame,
+            t,
             screen=active.screen,
-        )  # fmt: skip
+        )
 
     def close(self, frame: int, t: float) -> tuple[Event, ...]:
         """End every open event (shutdown or end of stream), so no start is left dangling."""

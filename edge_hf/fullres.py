@@ -119,8 +119,10 @@ class FullResRing:
                             "camera %s: snapshot frame %d was no longer kept (the alert was "
                             "decided late); the newest kept frame %d is used instead (said "
                             "once; the run's summary counts them)",
-                            self.camera, index, self.index[s],
-                        )  # fmt: skip
+                            self.camera,
+                            index,
+                            self.index[s],
+                        )
                 s = found if found >= 0 else s
             if s < 0 or self.index[s] < 0:
                 return None

@@ -162,9 +162,13 @@ class Runtime:
             screen = _screen(self.spec, cfg.screen_thresholds)
             self.two = TwoStage(self.confirm, self.inputs, self.spec, self.cameras, screen)
         self.batcher = Batcher(
-            self.cameras, self.cond, self.inputs, cfg.batch_wait, cfg.max_age,
+            self.cameras,
+            self.cond,
+            self.inputs,
+            cfg.batch_wait,
+            cfg.max_age,
             self.two.stage if self.two else None,
-        )  # fmt: skip
+        )
         self.latency = InferenceStats()
         self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None
 
@@ -360,9 +364,11 @@ class Runtime:
         if self.two is not None:
             log.info(
                 "two-stage: %d screened, %d confirmed, %d rejected; confirming model p50 %.2f ms",
-                self.two.screens, self.two.confirms, self.two.rejections,
+                self.two.screens,
+                self.two.confirms,
+                self.two.rejections,
                 self.two.latency.percentile(50),
-            )  # fmt: skip
+            )
 
 
 def _screen(spec: HyperframeSpec, pairs) -> dict[str, float]:

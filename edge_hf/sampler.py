@@ -85,10 +85,14 @@ class StrideSampler:
         self._lags = [[np.asarray(s.lags(), np.int64) for s in m.inputs] for m in self.specs]
         self._all_lags = sorted({int(lag) for m in self._lags for lags in m for lag in lags})
         # per confirming input: the screening input with the same frames (gathered once), or None
-        self.shared = [] if confirm is None else [
-            next((j for j, s in enumerate(spec.inputs) if s.lags() == c.lags()), None)
-            for c in confirm.inputs
-        ]  # fmt: skip
+        self.shared = (
+            []
+            if confirm is None
+            else [
+                next((j for j, s in enumerate(spec.inputs) if s.lags() == c.lags()), None)
+                for c in confirm.inputs
+            ]
+        )
         self.set_every(every)
         # Ring slots of each input's frames, for every anchor position a % K (oldest first).
         self._gather = [

@@ -59,11 +59,15 @@ class Then:
 
     def problem(self) -> str | None:
         """What is wrong with it, if anything (the one check of its values)."""
-        ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                 for v in (self.threshold, self.within))  # fmt: skip
+        ok = all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            for v in (self.threshold, self.within)
+        )
         if not (ok and 0 < self.threshold <= 1 and 0 < self.within <= 60):
-            return (f"{self.cls} then {self.pose}: expected a threshold in (0, 1] and 0 to 60 "
-                    f"seconds, found {self.threshold!r} and {self.within!r}")  # fmt: skip
+            return (
+                f"{self.cls} then {self.pose}: expected a threshold in (0, 1] and 0 to 60 "
+                f"seconds, found {self.threshold!r} and {self.within!r}"
+            )
         if self.cls == self.pose:
             return f"{self.cls} then {self.pose}: the pose must be another class"
         return None
@@ -123,8 +127,10 @@ class HyperframeSpec:
         d["classes"] = list(self.classes)
         d["alert_classes"] = dict(self.alert_classes)
         d["scales"] = [asdict(s) for s in self.scales]
-        d["alert_then"] = {t.cls: {"pose": t.pose, "threshold": t.threshold, "within": t.within}
-                           for t in self.alert_then}  # fmt: skip
+        d["alert_then"] = {
+            t.cls: {"pose": t.pose, "threshold": t.threshold, "within": t.within}
+            for t in self.alert_then
+        }
         if not self.alert_then:  # absent: an edge-hf without it still reads the model
             del d["alert_then"]
         d["provenance"] = dict(self.provenance)
@@ -338,8 +344,10 @@ def unknown_in_then(spec: HyperframeSpec, then: tuple[Then, ...], where: str) ->
     for t in then:
         missing = [c for c in (t.cls, t.pose) if c not in spec.classes]
         if missing:
-            return (f"{where} {t.cls}={t.pose}: the model has no class {missing[0]!r}; "
-                    f"its classes are {list(spec.classes)}")  # fmt: skip
+            return (
+                f"{where} {t.cls}={t.pose}: the model has no class {missing[0]!r}; "
+                f"its classes are {list(spec.classes)}"
+            )
     return None
 
 

@@ -67,8 +67,10 @@ def _alert(cls: str, threshold: float, then: dict | None) -> str:
     """``fall ≥ 0.8``, and what it waits for (the spec's alert_then)."""
     if then is None:
         return f"{cls} ≥ {threshold}"
-    return (f"{cls} ≥ {threshold} once {then['pose']} ≥ {then['threshold']} follows within "
-            f"{then['within']:g} s")  # fmt: skip
+    return (
+        f"{cls} ≥ {threshold} once {then['pose']} ≥ {then['threshold']} follows within "
+        f"{then['within']:g} s"
+    )
 
 
 def _wait_lines(w: dict | None, tune: dict | None) -> list[str]:
@@ -76,9 +78,12 @@ def _wait_lines(w: dict | None, tune: dict | None) -> list[str]:
     if not w:
         return []
     on = f"videos of --tune `{tune['dataset']}`" if tune else "validation videos"
-    return ["", f"The wait ({w['rule']}) was chosen on {w['videos']} {on}: "
-                f"{w['threshold']:g} within {w['within']:g} s, {w['why']} (falls in time and "
-                "false alerts at each threshold: report.json, export.wait.grid)."]  # fmt: skip
+    return [
+        "",
+        f"The wait ({w['rule']}) was chosen on {w['videos']} {on}: "
+        f"{w['threshold']:g} within {w['within']:g} s, {w['why']} (falls in time and "
+        "false alerts at each threshold: report.json, export.wait.grid).",
+    ]
 
 
 def card_lines(r: dict) -> list[str]:
@@ -166,10 +171,13 @@ def _choice(c: dict | None) -> str:
 def int8_advice(shipped: list[str]) -> str:
     """What to do when INT8 loses more than a point: deploy the FP32 file this export wrote."""
     fp32 = next(
-        (f"{f} (FP32)" for fmt, f in (("openvino", "model.xml"), ("onnx", "model.onnx"))
-         if fmt in shipped),
+        (
+            f"{f} (FP32)"
+            for fmt, f in (("openvino", "model.xml"), ("onnx", "model.onnx"))
+            if fmt in shipped
+        ),
         "an FP32 file (export again with --formats openvino)",
-    )  # fmt: skip
+    )
     return (
         f"More than 1 point lost: deploy {fp32} instead, or export again with --max-drop "
         "0.01 (or --keep-float stem,se,head) and check that the falls are still caught (python -m "

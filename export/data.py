@@ -76,8 +76,9 @@ def load_data(root: Path, spec: HyperframeSpec, config: dict[str, Any], subset: 
     tuned = ds.val if ds.val and ds.test else held
     tune = _take(EvalSet(windows(tuned), clips), relabel) if tuned is not held else val
     video_level = all(v.video_class >= 0 for v in held)
-    return EvalData(root, calib, val, tune, video_level, (len(ds.train), len(held)), tuned,
-                    ds.classes)  # fmt: skip
+    return EvalData(
+        root, calib, val, tune, video_level, (len(ds.train), len(held)), tuned, ds.classes
+    )
 
 
 def _windows_of(

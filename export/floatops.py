@@ -144,8 +144,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ModelError(f"{path}: no such file")
         model = read_model(path)
     except ModelError as e:
-        print(f"export.floatops: error: {e}; pass the model-int8.xml an export wrote",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"export.floatops: error: {e}; pass the model-int8.xml an export wrote", file=sys.stderr
+        )
         return 3
     names, floats = _names_beside(path, model), in_float(model)
     print(f"{path}: {len(floats)} of {len(layers(model))} layers in float")

@@ -141,8 +141,10 @@ def measure_files(
     u = every_video(dataset, spec, config)
     hf, video_level, left_out = u.hf, u.video_level, u.left_out
     if by and not video_level:
-        raise BadArguments(f"--by counts top-1 per video, but the labels of {dataset} are per frame "
-                         "(segments.csv); drop --by, or pass clips labelled one per video")  # fmt: skip
+        raise BadArguments(
+            f"--by counts top-1 per video, but the labels of {dataset} are per frame "
+            "(segments.csv); drop --by, or pass clips labelled one per video"
+        )
     keys = facts_of(dataset, by, [u.videos[i].path for i in np.unique(hf.clip)]) if by else []
     logits = {n: measure.backend_logits(p, hf.x, len(spec.classes)) for n, p in files.items()}
     rows = {n: _accuracy(lg, hf, video_level, spec.classes) for n, lg in logits.items()}
@@ -300,8 +302,11 @@ def lines(r: dict) -> list[str]:
         extra = ""
         if "video" in c:
             extra = f"; videos right in FP32 only {c['video']['only_fp32']}, in INT8 only {c['video']['only_int8']}"
-        out += ["", f"INT8 against {LABELS[c['against']]}: {', '.join(parts)}{extra}; "
-                f"alert agreement {c['alert_agreement']:.3f}"]  # fmt: skip
+        out += [
+            "",
+            f"INT8 against {LABELS[c['against']]}: {', '.join(parts)}{extra}; "
+            f"alert agreement {c['alert_agreement']:.3f}",
+        ]
     return out
 
 
@@ -325,9 +330,10 @@ def _group_lines(by: dict) -> list[str]:
         "",
         f"per video by {', '.join(by['columns'])}:",
         "",
-        f"| {', '.join(by['columns'])} | " + " | ".join(LABELS[n] for n in names)
+        f"| {', '.join(by['columns'])} | "
+        + " | ".join(LABELS[n] for n in names)
         + f" | {LABELS[names[0]]} took the rest for |",
-    ]  # fmt: skip
+    ]
     out.append("|---" * (len(names) + 2) + "|")
     for g in by["groups"]:
         cells = [
@@ -365,11 +371,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("export", type=Path, help="the folder python -m export wrote")
     p.add_argument("dataset", type=Path, help="a dataset of the same classes the model never saw")
     p.add_argument("--json", type=Path, help="also write the numbers to this file")
-    p.add_argument("--by", action="append", default=[], metavar="COLUMN",
-                   help="top-1 per video for each group of videos alike in this column of "
-                   "DATASET/videos.csv (video,COLUMN,...: a fact about each video, by its path "
-                   "under DATASET; models.synthdata writes figure and contrast); repeat it for "
-                   "groups alike in all")  # fmt: skip
+    p.add_argument(
+        "--by",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="top-1 per video for each group of videos alike in this column of "
+        "DATASET/videos.csv (video,COLUMN,...: a fact about each video, by its path "
+        "under DATASET; models.synthdata writes figure and contrast); repeat it for "
+        "groups alike in all",
+    )
     return command(PROG.removeprefix("python -m "), lambda: _heldout(p, argv))
 
 

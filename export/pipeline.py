@@ -78,8 +78,9 @@ def run(opts: ExportOptions) -> dict:
     return report
 
 
-def _wait(ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOptions,
-          folder: Path) -> tuple[HyperframeSpec, dict | None]:  # fmt: skip
+def _wait(
+    ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOptions, folder: Path
+) -> tuple[HyperframeSpec, dict | None]:
     """The spec with the wait for lying chosen for this model (models.evaluation.wait) when the
     export added that rule itself (no ``--then``); else as it is, and None for the report."""
     if opts.then is not None or ckpt.spec.alert_then or len(spec.alert_then) != 1:
@@ -203,8 +204,15 @@ def write_formats(
     return b
 
 
-def _in_float(b: Built, ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData,
-              quant: QuantOptions, ov_model: Any, int8: Any) -> None:  # fmt: skip
+def _in_float(
+    b: Built,
+    ckpt: Checkpoint,
+    spec: HyperframeSpec,
+    data: EvalData,
+    quant: QuantOptions,
+    ov_model: Any,
+    int8: Any,
+) -> None:
     """Name the INT8 model's float layers and, if there are any, build the same model with
     every layer quantized (same ranges, no accuracy control) for the latency comparison."""
     b.in_float = floatops.summary(int8, ckpt.net, float_layers(ov_model, quant.keep_float))

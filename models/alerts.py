@@ -58,14 +58,17 @@ def warn_about(name: str, cfg: TrainConfig, ds, spec: HyperframeSpec) -> None:
     """Empty class folders, no alert class at all, or alert clips labelled whole: each trains
     a model that alerts badly, and none stops a run."""
     if empty := empty_folders(ds.root):
-        log.warning("%s: folders of %s with no videos, left out: %s", name, ds.root,
-                    ", ".join(empty))  # fmt: skip
+        log.warning(
+            "%s: folders of %s with no videos, left out: %s", name, ds.root, ", ".join(empty)
+        )
     if not spec.alert_classes:
         log.warning(
             "%s: no class is named %s (classes: %s): the model will raise no alert; name its "
             "alert classes with --abnormal CLASS [CLASS ...]",
-            name, " or ".join(cfg.abnormal), ", ".join(ds.classes),
-        )  # fmt: skip
+            name,
+            " or ".join(cfg.abnormal),
+            ", ".join(ds.classes),
+        )
     alerts = {ds.classes.index(c) for c, _ in spec.alert_classes}
     whole = Counter(
         ds.classes[v.labels] for v in ds.train if isinstance(v.labels, int) and v.labels in alerts
@@ -74,8 +77,10 @@ def warn_about(name: str, cfg: TrainConfig, ds, spec: HyperframeSpec) -> None:
         log.info(
             "%s: %s training clips are labelled whole: their windows that move less than %.2f "
             "of the way from the clip's stillest to its busiest are left out (--action-motion)",
-            name, " and ".join(f"{n} {c}" for c, n in sorted(whole.items())), cfg.action_motion,
-        )  # fmt: skip
+            name,
+            " and ".join(f"{n} {c}" for c, n in sorted(whole.items())),
+            cfg.action_motion,
+        )
     elif whole:
         log.warning(
             "%s: %s training clips are labelled whole (no annotations.csv): the moments before "
@@ -83,6 +88,7 @@ def warn_about(name: str, cfg: TrainConfig, ds, spec: HyperframeSpec) -> None:
             "on people lying still; annotations.csv (video,start_frame,end_frame,label) says "
             "where each action is, or --action-motion 0.15 leaves out their still windows "
             "(docs/training.md)",
-            name, " and ".join(f"{n} {c}" for c, n in sorted(whole.items())),
+            name,
+            " and ".join(f"{n} {c}" for c, n in sorted(whole.items())),
             " and ".join(sorted(whole)),
-        )  # fmt: skip
+        )

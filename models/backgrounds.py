@@ -40,9 +40,16 @@ import cv2
 import numpy as np
 
 TRAIN: tuple[str, ...] = (
-    "astronaut.png", "brick.png", "camera.png", "coffee.png", "coins.png", "grass.png",
-    "hubble_deep_field.jpg", "ihc.png", "text.png",
-)  # fmt: skip
+    "astronaut.png",
+    "brick.png",
+    "camera.png",
+    "coffee.png",
+    "coins.png",
+    "grass.png",
+    "hubble_deep_field.jpg",
+    "ihc.png",
+    "text.png",
+)
 HELD_OUT: tuple[str, ...] = ("chelsea.png", "clock_motion.png", "gravel.png", "rocket.jpg")
 POOLS = {"train": TRAIN, "held-out": HELD_OUT}
 

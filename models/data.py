@@ -88,17 +88,25 @@ def load(
 def empty_folders(root: Path) -> list[str]:
     """Folders of ``root`` with no videos (nor ``segments.csv``; hidden ones aside): class
     folders left empty."""
-    return sorted(d.name for d in Path(root).iterdir() if d.is_dir() and not d.name.startswith(".")
-                  and not _videos(d) and not (d / "segments.csv").is_file())  # fmt: skip
+    return sorted(
+        d.name
+        for d in Path(root).iterdir()
+        if d.is_dir()
+        and not d.name.startswith(".")
+        and not _videos(d)
+        and not (d / "segments.csv").is_file()
+    )
 
 
 def two_classes(ds: Dataset) -> None:
     """A classifier needs videos of two classes: refuse one, naming the empty folders."""
     if len(ds.classes) < 2:
         empty = ", ".join(empty_folders(ds.root))
-        raise BadData(f"dataset {ds.root}: expected videos of at least 2 classes, found "
-                        f"{len(ds.classes)} ({', '.join(ds.classes)})"
-                        + (f"; these folders hold no videos: {empty}" if empty else ""))  # fmt: skip
+        raise BadData(
+            f"dataset {ds.root}: expected videos of at least 2 classes, found "
+            f"{len(ds.classes)} ({', '.join(ds.classes)})"
+            + (f"; these folders hold no videos: {empty}" if empty else "")
+        )
 
 
 def _flip_map(root: Path) -> dict[str, str] | None | bool:
@@ -196,8 +204,10 @@ def _by_class(videos: list[Video], seed: int, fr: Fractions) -> tuple[tuple[Vide
     named by group (UCF101 names) are split by group across the classes instead."""
     if any(_GROUP.search(v.path.stem) for v in videos):
         return _three_way(videos, seed, fr)
-    parts = [_three_way([v for v in videos if v.labels == c], seed, fr)
-             for c in sorted({v.labels for v in videos})]  # fmt: skip
+    parts = [
+        _three_way([v for v in videos if v.labels == c], seed, fr)
+        for c in sorted({v.labels for v in videos})
+    ]
     return tuple(tuple(v for part in parts for v in part[i]) for i in range(3))
 
 
@@ -285,8 +295,10 @@ def more_data_folder(item: str) -> tuple[Path, int]:
     if not sep or not re.fullmatch(r"[-+]?\d+", n):
         return Path(item), 0
     if int(n) < 1:
-        raise BadData(f"--more-data {item}: expected DIR or DIR:N with N >= 1 draws a video "
-                        f"per epoch, found N = {n}")  # fmt: skip
+        raise BadData(
+            f"--more-data {item}: expected DIR or DIR:N with N >= 1 draws a video "
+            f"per epoch, found N = {n}"
+        )
     return Path(folder), int(n)
 
 
@@ -320,8 +332,10 @@ def _per_video(path: Path, rows, classes: tuple[str, ...], allowed: str) -> dict
 
 def read_segments(path: Path) -> list[tuple[str, int, int, str]]:
     if not path.is_file():
-        raise BadData(f"{path}: not found; a folder of labelled videos needs a segments.csv "
-                        "(video,start_frame,end_frame,label)")  # fmt: skip
+        raise BadData(
+            f"{path}: not found; a folder of labelled videos needs a segments.csv "
+            "(video,start_frame,end_frame,label)"
+        )
     rows = []
     with open(path, newline="") as f:
         reader = csv.DictReader(f)

@@ -81,8 +81,10 @@ log = logging.getLogger("models")
 def cost(streams: list[Stream]) -> dict:
     """Model time per source frame (both stages), and how often the two stages ran."""
     frames = sum(s.length for s in streams)
-    out = {"model_ms_per_frame": 1000.0 * sum(s.model_s for s in streams) / max(1, frames),
-           "hyperframes": int(sum(len(s.anchors) for s in streams))}  # fmt: skip
+    out = {
+        "model_ms_per_frame": 1000.0 * sum(s.model_s for s in streams) / max(1, frames),
+        "hyperframes": int(sum(len(s.anchors) for s in streams)),
+    }
     if any(s.stages for s in streams):
         out["two_stage"] = {
             k: sum(dict(s.stages)[k] for s in streams) for k, _ in streams[0].stages
@@ -103,8 +105,11 @@ def evaluate(
     chosen on (the others: where it is counted again, ``held_out``)."""
     rows = {r: read_segments(r / "segments.csv") for r in roots}  # all, before any is scored
     prefix = {r: f"{r}/" if len(roots) > 1 else "" for r in roots}
-    known = {prefix[r] + v: f for r in roots
-             for v, f in stream_facts(r, by, {v for v, *_ in rows[r]}).items()}  # fmt: skip
+    known = {
+        prefix[r] + v: f
+        for r in roots
+        for v, f in stream_facts(r, by, {v for v, *_ in rows[r]}).items()
+    }
     streams: list[Stream] = []
     for r in roots:
         more, classes, (thresholds, then) = load_streams(model, r, rows[r], opts, prefix[r])
@@ -112,19 +117,27 @@ def evaluate(
     opts = replace(opts, then=then)
     hours = sum(s.length / s.fps for s in streams) / 3600.0
     shown = {**opts.__dict__, "confirm": str(opts.confirm), "then": [asdict(t) for t in then]}
-    report = {"model": str(model), "streams": [str(r) for r in roots], "videos": len(streams),
-              "hours": hours,
-              "options": shown,
-              "cost": cost(streams), "classes": {}}  # fmt: skip
+    report = {
+        "model": str(model),
+        "streams": [str(r) for r in roots],
+        "videos": len(streams),
+        "hours": hours,
+        "options": shown,
+        "cost": cost(streams),
+        "classes": {},
+    }
     held = None
     if choose_on:
         mine = tuple(prefix[r] for r in choose_on)
-        held = ([s for s in streams if s.name.startswith(mine)],
-                [s for s in streams if not s.name.startswith(mine)])  # fmt: skip
+        held = (
+            [s for s in streams if s.name.startswith(mine)],
+            [s for s in streams if not s.name.startswith(mine)],
+        )
         report["choose_on"] = [str(r) for r in choose_on]
     for cls, thr in thresholds.items():
-        report["classes"][cls] = _class_report(streams, classes.index(cls), cls, thr, opts,
-                                               (known, by), held)  # fmt: skip
+        report["classes"][cls] = _class_report(
+            streams, classes.index(cls), cls, thr, opts, (known, by), held
+        )
     return report
 
 
@@ -141,15 +154,16 @@ def _class_report(streams, column: int, cls: str, thr: float, opts: Options, fac
     else:
         pick = held[0]
         mine = sweep(pick, column, cls, GRID, kn, opts) + other_waits(pick, column, cls, GRID, opts)
-    chosen = {"operating": (streams, point(streams, column, cls, thr, kn, opts)),
-              "recommended": (pick, recommend(mine, opts.target))}  # fmt: skip
+    chosen = {
+        "operating": (streams, point(streams, column, cls, thr, kn, opts)),
+        "recommended": (pick, recommend(mine, opts.target)),
+    }
     known, by = facts
     for where, r in chosen.values():
         at = with_wait(opts, cls, r["wait"])
         outcome = outcomes(where, column, cls, r["threshold"], (r["k"], r["n"]), at)
         r["missed_because"], r["outcomes"] = misses(outcome), outcome
-        r["by"] = {c: by_fact(outcome, where, {v: f[c] for v, f in known.items()})
-                   for c in by}  # fmt: skip
+        r["by"] = {c: by_fact(outcome, where, {v: f[c] for v, f in known.items()}) for c in by}
     rec = chosen["recommended"][1]
     if held is not None:
         at = with_wait(opts, cls, rec["wait"])
@@ -189,8 +203,12 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         prog="python -m models.evaluate", description=__doc__.split("\n")[0]
     )
     ap.add_argument("model", type=Path, help="an exported .onnx/.xml file or a best.pt checkpoint")
-    ap.add_argument("streams", type=Path, nargs="+",
-                    help="folders with videos and segments.csv, evaluated as one set")  # fmt: skip
+    ap.add_argument(
+        "streams",
+        type=Path,
+        nargs="+",
+        help="folders with videos and segments.csv, evaluated as one set",
+    )
     ap.add_argument(
         "--threshold",
         type=threshold_arg,
@@ -293,10 +311,18 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         ap.error(
             "--choose-on: expected some STREAMS folders left to count the point on, found none"
         )
-    opts = Options(tuple(args.threshold), *args.k_of_n, args.cooldown, args.max_delay,
-                   args.match, args.target, args.every, args.confirm,
-                   tuple(args.screen_threshold),
-                   None if args.then is None else then_rules(args.then, "--then"))  # fmt: skip
+    opts = Options(
+        tuple(args.threshold),
+        *args.k_of_n,
+        args.cooldown,
+        args.max_delay,
+        args.match,
+        args.target,
+        args.every,
+        args.confirm,
+        tuple(args.screen_threshold),
+        None if args.then is None else then_rules(args.then, "--then"),
+    )
     AlertPolicy((("x", 0.5),), opts.k, opts.n, opts.cooldown)  # the runtime's own checks
     return args, opts
 
@@ -310,8 +336,13 @@ def main(argv: list[str] | None = None) -> int:
             if opts.confirm is not None:
                 (Path(tmp) / "confirm").mkdir()
                 opts = replace(opts, confirm=_model_file(opts.confirm, Path(tmp) / "confirm"))
-            report = evaluate(_model_file(args.model, Path(tmp)), tuple(args.streams), opts,
-                              tuple(args.by), args.choose_on)  # fmt: skip
+            report = evaluate(
+                _model_file(args.model, Path(tmp)),
+                tuple(args.streams),
+                opts,
+                tuple(args.by),
+                args.choose_on,
+            )
     except (WorkstationError, EdgeHFError) as e:
         print(f"models.evaluate: error: {e}", file=sys.stderr)
         return e.exit_code if isinstance(e, EdgeHFError) else 2

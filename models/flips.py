@@ -68,8 +68,12 @@ class FlipPlan:
         return f"flip: swaps {swaps}{never} ({self.source})"
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "allowed": self.allowed, "swap": self.swap,
-                "never": list(self.never)}  # fmt: skip
+        return {
+            "source": self.source,
+            "allowed": self.allowed,
+            "swap": self.swap,
+            "never": list(self.never),
+        }
 
 
 def plan(mode: str, ds: Dataset) -> FlipPlan:

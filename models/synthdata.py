@@ -87,8 +87,12 @@ def classes(preset: str, mixed: bool = False) -> tuple[str, ...]:
     names = synth.REAL_CLASSES if preset == "real" else synth.ACTIONS
     if not mixed:
         return names
-    return tuple(n for c in names if c not in synth.POSE_CLASSES
-                 for n in (synth.MIXED_SPEED if c == "fall" else (c,)))  # fmt: skip
+    return tuple(
+        n
+        for c in names
+        if c not in synth.POSE_CLASSES
+        for n in (synth.MIXED_SPEED if c == "fall" else (c,))
+    )
 
 
 def _scene(job: Job) -> synth.Scene:
@@ -96,8 +100,9 @@ def _scene(job: Job) -> synth.Scene:
     if job.story is not None:
         params = replace(params, story_s=job.story[0], falls=job.story[1])
     photos = backgrounds.load(job.pool) if job.preset == "real" else ()
-    return synth.make_scene(job.name, size=job.size, fps=job.fps, params=params, preset=job.preset,
-                            photos=photos)  # fmt: skip
+    return synth.make_scene(
+        job.name, size=job.size, fps=job.fps, params=params, preset=job.preset, photos=photos
+    )
 
 
 def _write(job: Job) -> list[tuple[str, int, int, str]]:
@@ -107,8 +112,9 @@ def _write(job: Job) -> list[tuple[str, int, int, str]]:
     synthvideo.write(job.path, scene, job.codec, np.random.default_rng([job.seed, 61]))
     phases = scene.phases()
     if job.directed:
-        phases = [(s, e, walk_direction(scene, s, e) if lab == "walk" else lab)
-                  for s, e, lab in phases]  # fmt: skip
+        phases = [
+            (s, e, walk_direction(scene, s, e) if lab == "walk" else lab) for s, e, lab in phases
+        ]
     return [(job.path.name, s, e, label) for s, e, label in phases]
 
 
@@ -214,11 +220,30 @@ def write_streams(
         if preset == "real":
             story = (60.0 * minutes, stream_falls(k, minutes, seed))
             pool = "train" if training else "held-out"
-            job = Job(out / f"story_{k:03d}{suffix}", "story", s, size, fps, preset, pool,
-                      codec, story, directed=training)  # fmt: skip
+            job = Job(
+                out / f"story_{k:03d}{suffix}",
+                "story",
+                s,
+                size,
+                fps,
+                preset,
+                pool,
+                codec,
+                story,
+                directed=training,
+            )
         else:
-            job = Job(out / f"story_{k:02d}{suffix}", "demo", s, size, fps, preset, "", codec,
-                      directed=False)  # fmt: skip
+            job = Job(
+                out / f"story_{k:02d}{suffix}",
+                "demo",
+                s,
+                size,
+                fps,
+                preset,
+                "",
+                codec,
+                directed=False,
+            )
         jobs.append(job)
     segs = _run(jobs, workers)
     total = sum(e - s + 1 for phases in segs for _, s, e, _ in phases)
@@ -226,8 +251,11 @@ def write_streams(
     rows = [row for phases in segs for row in phases]
     if training:  # the action dataset's classes: walks by direction, the rest other
         labels = classes(preset)
-        rows = [(phases[0][0], s, e, lab) for phases in segs
-                for s, e, lab in annotations("story", phases, labels)]  # fmt: skip
+        rows = [
+            (phases[0][0], s, e, lab)
+            for phases in segs
+            for s, e, lab in annotations("story", phases, labels)
+        ]
     with open(out / "segments.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["video", "start_frame", "end_frame", "label"])
@@ -251,8 +279,16 @@ def _write_facts(path: Path, jobs: list[Job], root: Path | None = None) -> None:
             h = synth.SceneParams.sample(job.seed, job.preset).height
             c = _scene(job).figure_contrast
             name = job.path.relative_to(root).as_posix() if root else job.path.name
-            w.writerow([name, job.name, "far" if h < synth.FAR else "near", round(h * job.size[0]),
-                        "low" if c < LOW_CONTRAST else "high", round(c, 1)])  # fmt: skip
+            w.writerow(
+                [
+                    name,
+                    job.name,
+                    "far" if h < synth.FAR else "near",
+                    round(h * job.size[0]),
+                    "low" if c < LOW_CONTRAST else "high",
+                    round(c, 1),
+                ]
+            )
 
 
 def _rate(frames: int, seconds: float) -> str:
@@ -271,8 +307,10 @@ def _falls(streams: Path) -> str:
 
 def _report(folder: Path, frames: int, fps: float, seconds: float) -> None:
     hours, falls = frames / fps / 3600, _falls(folder)
-    print(f"wrote {folder}: {frames} frames ({hours:.2f} h, {falls}) "
-          f"in {seconds:.1f} s ({_rate(frames, seconds)})")  # fmt: skip
+    print(
+        f"wrote {folder}: {frames} frames ({hours:.2f} h, {falls}) "
+        f"in {seconds:.1f} s ({_rate(frames, seconds)})"
+    )
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -358,26 +396,47 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         n = write_action_dataset(
-            args.out, args.clips_per_class, args.size, args.seed, args.fps, preset=args.preset,
-            workers=args.jobs, mixed=args.mixed_speed, codec=args.clip_codec,
-        )  # fmt: skip
+            args.out,
+            args.clips_per_class,
+            args.size,
+            args.seed,
+            args.fps,
+            preset=args.preset,
+            workers=args.jobs,
+            mixed=args.mixed_speed,
+            codec=args.clip_codec,
+        )
         t1 = time.perf_counter()
         print(f"wrote {args.out}: {n} frames in {t1 - t0:.1f} s ({_rate(n, t1 - t0)})")
         if args.streams:
             codec = "mjpeg-default" if args.preset == "easy" else args.stream_codec
             m = write_streams(
-                args.out / "streams", args.streams, args.size, args.seed, args.fps,
-                preset=args.preset, minutes=args.stream_minutes, codec=codec, workers=args.jobs,
-            )  # fmt: skip
+                args.out / "streams",
+                args.streams,
+                args.size,
+                args.seed,
+                args.fps,
+                preset=args.preset,
+                minutes=args.stream_minutes,
+                codec=codec,
+                workers=args.jobs,
+            )
             t2 = time.perf_counter()
             _report(args.out / "streams", m, args.fps, t2 - t1)
         if args.train_streams:
             t2 = time.perf_counter()
             m = write_streams(
-                args.out / "train-streams", args.train_streams, args.size, args.seed, args.fps,
-                preset="real", minutes=args.stream_minutes, codec=args.stream_codec,
-                workers=args.jobs, training=True,
-            )  # fmt: skip
+                args.out / "train-streams",
+                args.train_streams,
+                args.size,
+                args.seed,
+                args.fps,
+                preset="real",
+                minutes=args.stream_minutes,
+                codec=args.stream_codec,
+                workers=args.jobs,
+                training=True,
+            )
             _report(args.out / "train-streams", m, args.fps, time.perf_counter() - t2)
     except (synthvideo.EncoderMissing, BackgroundError) as e:
         print(f"models.synthdata: error: {e}", file=sys.stderr)

@@ -155,19 +155,35 @@ def main(argv: list[str] | None = None) -> int:
         description="Write a still-posture set (many scenes, three frames each) for pretraining.",
     )
     ap.add_argument("out", type=Path, help="output folder (created)")
-    ap.add_argument("--per-class", type=int, default=3000,
-                    help="clips per posture (default: %(default)s)")  # fmt: skip
-    ap.add_argument("--seed", type=int, default=0,
-                    help="another seed, other scenes (default: %(default)s)")  # fmt: skip
-    ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
-                    help="worker processes (default: %(default)s)")  # fmt: skip
-    ap.add_argument("--as", dest="as_labels", metavar="POSTURE=LABEL:CLIPS,...", type=_as_labels,
-                    help="only these postures, that many clips each (not --per-class), "
-                    "labelled for an action dataset (--more-data), e.g. lying=lying:500,"
-                    "stand=other:100")  # fmt: skip
-    ap.add_argument("--frames", type=int, default=FRAMES, metavar="N",
-                    help="frames a clip, for a hyperframe that reads more than three "
-                    "(T=7 stride 2: 13; default: %(default)s)")  # fmt: skip
+    ap.add_argument(
+        "--per-class", type=int, default=3000, help="clips per posture (default: %(default)s)"
+    )
+    ap.add_argument(
+        "--seed", type=int, default=0, help="another seed, other scenes (default: %(default)s)"
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="worker processes (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--as",
+        dest="as_labels",
+        metavar="POSTURE=LABEL:CLIPS,...",
+        type=_as_labels,
+        help="only these postures, that many clips each (not --per-class), "
+        "labelled for an action dataset (--more-data), e.g. lying=lying:500,"
+        "stand=other:100",
+    )
+    ap.add_argument(
+        "--frames",
+        type=int,
+        default=FRAMES,
+        metavar="N",
+        help="frames a clip, for a hyperframe that reads more than three "
+        "(T=7 stride 2: 13; default: %(default)s)",
+    )
     args = ap.parse_args(argv)
     if not 0 < args.per_class <= MAX_PER_CLASS or not 0 <= args.seed < 1000 or args.jobs < 1:
         ap.error(f"--per-class must be in 1..{MAX_PER_CLASS}, --seed in 0..999, --jobs >= 1")
@@ -181,8 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     except BackgroundError as e:
         print(f"models.synthposes: error: {e}", file=sys.stderr)
         return 3
-    print(f"wrote {args.out}: {n} clips of {len(args.as_labels or POSTURES)} postures "
-          f"in {time.perf_counter() - t0:.1f} s")  # fmt: skip
+    print(
+        f"wrote {args.out}: {n} clips of {len(args.as_labels or POSTURES)} postures "
+        f"in {time.perf_counter() - t0:.1f} s"
+    )
     return 0
 
 

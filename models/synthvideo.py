@@ -67,12 +67,40 @@ def _write_h264(path: Path, scene: Scene, rng: np.random.Generator) -> None:
     hgt, wid = scene.size
     kbps = int(rng.uniform(*H264_KBPS) * (hgt * wid) / (180 * 320))
     cmd = [
-        exe, "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24",
-        "-s", f"{wid}x{hgt}", "-r", f"{scene.fps:g}", "-i", "-",
-        "-c:v", "libx264", "-preset", "veryfast", "-bf", "0", "-g", str(round(2 * scene.fps)),
-        "-b:v", f"{kbps}k", "-maxrate", f"{2 * kbps}k", "-bufsize", f"{2 * kbps}k",
-        "-pix_fmt", "yuv420p", "-threads", "1", os.fspath(path),
-    ]  # fmt: skip
+        exe,
+        "-loglevel",
+        "error",
+        "-y",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "bgr24",
+        "-s",
+        f"{wid}x{hgt}",
+        "-r",
+        f"{scene.fps:g}",
+        "-i",
+        "-",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "veryfast",
+        "-bf",
+        "0",
+        "-g",
+        str(round(2 * scene.fps)),
+        "-b:v",
+        f"{kbps}k",
+        "-maxrate",
+        f"{2 * kbps}k",
+        "-bufsize",
+        f"{2 * kbps}k",
+        "-pix_fmt",
+        "yuv420p",
+        "-threads",
+        "1",
+        os.fspath(path),
+    ]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None
     frame = np.empty((hgt, wid, 3), np.uint8)

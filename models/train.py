@@ -124,8 +124,12 @@ def prepare(cfg: TrainConfig, member: int = 0) -> Run:
     dl = loaders(cfg, ds, spec, member)
     log.info(
         "%s: %d training, %d validation, %d test videos; %s",
-        name, len(ds.train), len(ds.val), len(ds.test), dl.flip.describe(),
-    )  # fmt: skip
+        name,
+        len(ds.train),
+        len(ds.val),
+        len(ds.test),
+        dl.flip.describe(),
+    )
     return Run(name, out, ds, spec, dl)
 
 
@@ -202,8 +206,9 @@ def train(cfg: TrainConfig, member: int = 0) -> dict:
                 log.info("epoch %d: %s", epoch + 1, describe(chosen))
         desc = f"{name} {epoch + 1}/{cfg.epochs}"
         row = run_epoch(model, dl.train, (opt, sched), scaler, amp, device, desc)
-        cm, val_loss, auc = evaluate(model, dl.val, len(ds.classes), dl.video_level, device,
-                                     dl.alerts)  # fmt: skip
+        cm, val_loss, auc = evaluate(
+            model, dl.val, len(ds.classes), dl.video_level, device, dl.alerts
+        )
         row.update(epoch=epoch + 1, val_loss=val_loss, **summary(cm, ds.classes))
         if auc is not None:
             row.update(alert_auc=auc, choice=(row["top1"] + auc) / 2)
@@ -212,9 +217,14 @@ def train(cfg: TrainConfig, member: int = 0) -> dict:
         history.append(row)
         log.info(
             "epoch %d: loss %.3f, val loss %.3f, val top1 %.3f, macro-F1 %.3f, %.0f samples/s%s",
-            epoch + 1, row["loss"], val_loss, row["top1"], row["macro_f1"], row["samples_per_s"],
+            epoch + 1,
+            row["loss"],
+            val_loss,
+            row["top1"],
+            row["macro_f1"],
+            row["samples_per_s"],
             "" if auc is None else f", alert AUC {auc:.3f}",
-        )  # fmt: skip
+        )
         state = {
             "model": model.state_dict(),
             "spec": spec.to_json(),
@@ -236,8 +246,12 @@ def train(cfg: TrainConfig, member: int = 0) -> dict:
             break
     log.info("%s: stopped after epoch %d: %s", name, len(history), reason)
     test = held_out_metrics(out / "best.pt", model, dl, ds.classes, device)
-    stopped = {"reason": reason, "epochs_run": len(history), "best_epoch": stop.best_epoch,
-               "chosen_on": "val top-1 and alert AUC" if dl.alerts else "val top-1"}  # fmt: skip
+    stopped = {
+        "reason": reason,
+        "epochs_run": len(history),
+        "best_epoch": stop.best_epoch,
+        "chosen_on": "val top-1 and alert AUC" if dl.alerts else "val top-1",
+    }
     return write_results(run, cfg, history, stopped, test, began)
 
 

@@ -211,11 +211,29 @@ def tiny_pyramid(tiny_actions: Path, tmp_path_factory: pytest.TempPathFactory):
     output; the export's test exports its pyramid."""
     with built_once(tmp_path_factory, "pyramid-train") as (tmp, todo):
         if todo:
-            r = run_module("models.train", "--data", str(tiny_actions), "--recipe", "pyramid",
-                           "--size", "64", "--epochs", "1", "--batch", "8",
-                           "--samples-per-clip", "1", "--name", "pyr", "--baseline",
-                           "--out", str(tmp / "runs"), "--cache", str(tmp / "cache"),
-                           timeout=300)  # fmt: skip
+            r = run_module(
+                "models.train",
+                "--data",
+                str(tiny_actions),
+                "--recipe",
+                "pyramid",
+                "--size",
+                "64",
+                "--epochs",
+                "1",
+                "--batch",
+                "8",
+                "--samples-per-clip",
+                "1",
+                "--name",
+                "pyr",
+                "--baseline",
+                "--out",
+                str(tmp / "runs"),
+                "--cache",
+                str(tmp / "cache"),
+                timeout=300,
+            )
             assert r.returncode == 0, r.stderr
             (tmp / "stdout.txt").write_text(r.stdout)
     return tmp / "runs", (tmp / "stdout.txt").read_text()

@@ -140,8 +140,12 @@ def brightness_model(spec: HyperframeSpec, level: float, gain: float = 100.0) ->
         n("Mul", ["mean1", "scale"], ["scaled"]),  # [N, C]
         n("Add", ["scaled", "bias"], ["logits"]),
     ]
-    consts = {"axes": np.array([1, 2, 3, 4], np.int64), "one": np.array([1], np.int64),
-              "scale": scale, "bias": bias}  # fmt: skip
+    consts = {
+        "axes": np.array([1, 2, 3, 4], np.int64),
+        "one": np.array([1], np.int64),
+        "scale": scale,
+        "bias": bias,
+    }
     graph = helper.make_graph(
         nodes,
         "edge_hf_brightness",

@@ -29,8 +29,10 @@ def frame_number(image: np.ndarray) -> int:
     at the edges does not matter."""
     h, w = image.shape[:2]
     strip = image[h // 32 : h // 8 - h // 32]
-    bits = [strip[:, b * w // BITS + w // 48 : (b + 1) * w // BITS - w // 48].mean() > 128
-            for b in range(BITS)]  # fmt: skip
+    bits = [
+        strip[:, b * w // BITS + w // 48 : (b + 1) * w // BITS - w // 48].mean() > 128
+        for b in range(BITS)
+    ]
     return sum(1 << b for b, on in enumerate(bits) if on)
 
 

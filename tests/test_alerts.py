@@ -56,9 +56,12 @@ def test_k_of_n_hysteresis(scores, k, n, events):
 )
 def test_a_start_names_the_first_hyperframe_of_its_run(scores, k, n, first):
     logic = AlertLogic("cam", CLASSES, AlertPolicy((("fall", 0.5),), k, n, 0.0), 10.0)
-    starts = [e for i, s in enumerate(scores)
-              for e in logic.update(np.array([1 - s, s, 0.0], np.float32), 100 + i, 0.0)
-              if e.kind == "start"]  # fmt: skip
+    starts = [
+        e
+        for i, s in enumerate(scores)
+        for e in logic.update(np.array([1 - s, s, 0.0], np.float32), 100 + i, 0.0)
+        if e.kind == "start"
+    ]
     assert starts[0].first == 100 + first
     assert all(e.first == -1 for e in logic.close(200, 0.0))  # an end names none
     if len(starts) > 1:
@@ -86,8 +89,11 @@ def test_a_start_after_the_cooldown_carries_the_peak_of_the_hits_that_made_it():
     comes on a lower score, and its peak is that of its hits, never below the threshold."""
     logic = AlertLogic("cam", CLASSES, AlertPolicy((("fall", 0.5),), 2, 3, 1.0), 10.0)
     scores = [0.9, 0.9, 0.1, 0.1, 0.1] + [0.1] * 6 + [0.7, 0.8, 0.2]
-    events = [e for i, s in enumerate(scores)
-              for e in logic.update(np.array([1 - s, s, 0.0], np.float32), i, 0.0)]  # fmt: skip
+    events = [
+        e
+        for i, s in enumerate(scores)
+        for e in logic.update(np.array([1 - s, s, 0.0], np.float32), i, 0.0)
+    ]
     late = events[2]
     assert (late.kind, late.frame, late.score) == ("start", 13, pytest.approx(0.2))
     assert late.peak == pytest.approx(0.8)
@@ -148,8 +154,9 @@ def waits(fall: list[float], lying: list[float], within: float = 0.5, cooldown: 
     logic = AlertLogic("cam", POSES, policy, 10.0)
     out = []
     for i, (f, ly) in enumerate(zip(fall, lying, strict=True)):
-        out += [e for e in logic.update(np.array([0.0, f, ly], np.float32), i, 0.0)
-                if e.kind == "start"]  # fmt: skip
+        out += [
+            e for e in logic.update(np.array([0.0, f, ly], np.float32), i, 0.0) if e.kind == "start"
+        ]
     return out
 
 

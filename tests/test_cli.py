@@ -275,8 +275,18 @@ def test_two_stage_run_and_check_config(tmp_path: Path, fall_clip: Path):
     model = save_model(tmp_path / "m.onnx")
     confirm = tmp_path / "confirm.onnx"
     onnx.save(constant_model(MOTION_SPEC, [-5.0, 5.0]), confirm)  # accepts every fall
-    r = run_cli("run", "--camera", str(fall_clip), "--model", str(model), "--fast",
-                "--confirm", str(confirm), "--screen-threshold", "fall=0.6")  # fmt: skip
+    r = run_cli(
+        "run",
+        "--camera",
+        str(fall_clip),
+        "--model",
+        str(model),
+        "--fast",
+        "--confirm",
+        str(confirm),
+        "--screen-threshold",
+        "fall=0.6",
+    )
     assert r.returncode == 0, r.stderr
     starts = [json.loads(x) for x in r.stdout.splitlines() if '"start"' in x]
     assert starts and all(e["score"] > 0.99 and e["screen_score"] >= 0.6 for e in starts)

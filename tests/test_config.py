@@ -82,21 +82,54 @@ def test_defaults_without_a_file(tmp_path: Path):
     ("text", "needle"),
     [
         ("camras = {}", "unknown key 'camras'; did you mean 'cameras'?"),
-        ("[mqtt]\npasword_file = 'x'", "unknown key 'mqtt.pasword_file'; did you mean 'mqtt.password_file'?"),
-        ("[spool]\nmax = 3", "unknown key 'spool.max'; did you mean 'spool.max_rows'? (known: spool.dir, spool.max_bytes, spool.max_rows)"),
+        (
+            "[mqtt]\npasword_file = 'x'",
+            "unknown key 'mqtt.pasword_file'; did you mean 'mqtt.password_file'?",
+        ),
+        (
+            "[spool]\nmax = 3",
+            "unknown key 'spool.max'; did you mean 'spool.max_rows'? (known: spool.dir, spool.max_bytes, spool.max_rows)",
+        ),
         ("[model.extra]\nx = 1", "unknown key 'model.extra'"),
         ("mqtt = 3", "mqtt must be a table: [mqtt]"),
-        ("[model]\nevery = 'five'", "config.toml: model.every: expected a whole number >= 1 and <= 100000, found 'five'"),
-        ("[model]\nevery = 2.0", "model.every: expected a whole number >= 1 and <= 100000, found 2.0"),
+        (
+            "[model]\nevery = 'five'",
+            "config.toml: model.every: expected a whole number >= 1 and <= 100000, found 'five'",
+        ),
+        (
+            "[model]\nevery = 2.0",
+            "model.every: expected a whole number >= 1 and <= 100000, found 2.0",
+        ),
         ("[model]\nevery = 2\nhz = 3", "model.every and model.hz are alternatives; keep one"),
         ("[capture]\nfast = 'yes'", "capture.fast: expected true or false, found 'yes'"),
-        ("[alerts]\nthresholds = { fall = 2 }", "alerts.thresholds: expected CLASS=P with 0 < P <= 1"),
-        ("[alerts]\nk_of_n = 2", "alerts.k_of_n: expected K/N with 1 <= K <= N <= 1000 (e.g. 2/3), found 2"),
-        ("[alerts]\nthen = 'fall=lying'", "alerts.then: expected a list of CLASS=POSE[:P[:SECONDS]]"),
-        ("[alerts]\nthen = ['fall=lying:2']", "alerts.then: expected CLASS=POSE[:P[:SECONDS]] (e.g. fall=lying:0.5:1) or none, found 'fall=lying:2'"),
-        ("[alerts]\nthen = ['fall:lying']", "alerts.then: expected CLASS=POSE[:P[:SECONDS]] (e.g. fall=lying:0.5:1) or none, found 'fall:lying'"),
-        ("[cameras]\n'front door' = 'x'", "cameras: a camera name is letters, digits, '_' and '-', found 'front door'"),
-        ("[cameras]\n\"cam\\n\" = 'x'", "cameras: a camera name is letters, digits, '_' and '-', found 'cam\\n'"),
+        (
+            "[alerts]\nthresholds = { fall = 2 }",
+            "alerts.thresholds: expected CLASS=P with 0 < P <= 1",
+        ),
+        (
+            "[alerts]\nk_of_n = 2",
+            "alerts.k_of_n: expected K/N with 1 <= K <= N <= 1000 (e.g. 2/3), found 2",
+        ),
+        (
+            "[alerts]\nthen = 'fall=lying'",
+            "alerts.then: expected a list of CLASS=POSE[:P[:SECONDS]]",
+        ),
+        (
+            "[alerts]\nthen = ['fall=lying:2']",
+            "alerts.then: expected CLASS=POSE[:P[:SECONDS]] (e.g. fall=lying:0.5:1) or none, found 'fall=lying:2'",
+        ),
+        (
+            "[alerts]\nthen = ['fall:lying']",
+            "alerts.then: expected CLASS=POSE[:P[:SECONDS]] (e.g. fall=lying:0.5:1) or none, found 'fall:lying'",
+        ),
+        (
+            "[cameras]\n'front door' = 'x'",
+            "cameras: a camera name is letters, digits, '_' and '-', found 'front door'",
+        ),
+        (
+            "[cameras]\n\"cam\\n\" = 'x'",
+            "cameras: a camera name is letters, digits, '_' and '-', found 'cam\\n'",
+        ),
         ("cameras = 'x'", "cameras: expected a table of NAME = SOURCE"),
         ("log_level = 'loud'", "log_level: expected one of debug, info, warning, error"),
         ("[spool]\nmax_bytes = 10", "spool.max_bytes: expected a whole number of bytes >= 1024"),
@@ -106,7 +139,7 @@ def test_defaults_without_a_file(tmp_path: Path):
         ("[mqtt]\ndiscovery = 'on'", "mqtt.discovery: expected true or false, found 'on'"),
         ("", "no camera: give --camera [NAME=]SRC or a [cameras] table in"),
     ],
-)  # fmt: skip
+)
 def test_bad_files_name_the_key_and_the_fix(tmp_path: Path, text: str, needle: str):
     with pytest.raises(UsageError) as e:
         resolve(
@@ -114,7 +147,7 @@ def test_bad_files_name_the_key_and_the_fix(tmp_path: Path, text: str, needle: s
             text
             + ("\n[cameras]\nporch = 'synth://fall'\n" if "camera" not in text and text else ""),
         )
-    assert needle in str(e.value) and str(tmp_path / "config.toml") in str(e.value)  # fmt: skip
+    assert needle in str(e.value) and str(tmp_path / "config.toml") in str(e.value)
 
 
 def test_a_missing_file_is_named(tmp_path: Path):
@@ -173,13 +206,29 @@ def test_check_config_masks_camera_passwords(tmp_path: Path):
 @pytest.mark.parametrize(
     ("text", "code", "needle"),
     [
-        ("[cameras]\nporch = 'synth://fall'\n[model]\npath = '/nope.onnx'", 3, "model file /nope.onnx does not exist"),
+        (
+            "[cameras]\nporch = 'synth://fall'\n[model]\npath = '/nope.onnx'",
+            3,
+            "model file /nope.onnx does not exist",
+        ),
         ("[cameras]\nporch = 'ftp://x'", 2, "unknown scheme 'ftp'"),
-        ("[cameras]\nporch = 'synth://fall'\n[alerts]\nthresholds = { smoke = 0.5 }", 2, "no class 'smoke'"),
-        ("[cameras]\nporch = 'synth://fall'\n[mqtt]\nurl = 'mqtts://h'\nca = '/nope.pem'", 5, "--mqtt-ca /nope.pem does not exist"),
-        ("[cameras]\nporch = 'synth://fall'\n[capture]\nfst = true", 2, "unknown key 'capture.fst'; did you mean 'capture.fast'?"),
+        (
+            "[cameras]\nporch = 'synth://fall'\n[alerts]\nthresholds = { smoke = 0.5 }",
+            2,
+            "no class 'smoke'",
+        ),
+        (
+            "[cameras]\nporch = 'synth://fall'\n[mqtt]\nurl = 'mqtts://h'\nca = '/nope.pem'",
+            5,
+            "--mqtt-ca /nope.pem does not exist",
+        ),
+        (
+            "[cameras]\nporch = 'synth://fall'\n[capture]\nfst = true",
+            2,
+            "unknown key 'capture.fst'; did you mean 'capture.fast'?",
+        ),
     ],
-)  # fmt: skip
+)
 def test_check_config_finds_what_run_would(tmp_path: Path, text: str, code: int, needle: str):
     r = run_cli("check-config", str(write(tmp_path, text)), timeout=60)
     assert r.returncode == code, r.stderr

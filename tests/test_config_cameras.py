@@ -67,19 +67,34 @@ def test_sixteen_cameras_each_run_with_their_own_settings(tmp_path: Path):
 @pytest.mark.parametrize(
     ("table", "needle"),
     [
-        ("{ source = 'synth://a', evry = 2 }", "cameras.c: unknown key 'evry'; did you mean 'every'?"),
-        ("{ every = 2 }", "cameras.c: a camera table needs source = \"SRC\""),
+        (
+            "{ source = 'synth://a', evry = 2 }",
+            "cameras.c: unknown key 'evry'; did you mean 'every'?",
+        ),
+        ("{ every = 2 }", 'cameras.c: a camera table needs source = "SRC"'),
         ("{ source = 'synth://a', every = 0 }", "cameras.c.every: expected a whole number >= 1"),
         ("{ source = 'synth://a', every = 2, hz = 3 }", "cameras.c: every and hz are alternatives"),
         ("{ source = 'synth://a', hz = -1 }", "cameras.c.hz: expected a number >= 0.01"),
-        ("{ source = 'synth://a', thresholds = { fall = 1.5 } }", "cameras.c.thresholds: expected CLASS=P"),
+        (
+            "{ source = 'synth://a', thresholds = { fall = 1.5 } }",
+            "cameras.c.thresholds: expected CLASS=P",
+        ),
         ("{ source = 'synth://a', motion = true }", "cameras.c.motion: expected a table"),
-        ("{ source = 'synth://a', motion = { treshold = 0.1 } }", "cameras.c.motion: unknown key 'treshold'; did you mean 'threshold'?"),
-        ("{ source = 'synth://a', motion = { threshold = 2 } }", "cameras.c.motion.threshold: expected a number >= 0 and <= 1"),
-        ("{ source = 'synth://a', motion = { max_skip = 0 } }", "cameras.c.motion.max_skip: expected a number of seconds > 0"),
+        (
+            "{ source = 'synth://a', motion = { treshold = 0.1 } }",
+            "cameras.c.motion: unknown key 'treshold'; did you mean 'threshold'?",
+        ),
+        (
+            "{ source = 'synth://a', motion = { threshold = 2 } }",
+            "cameras.c.motion.threshold: expected a number >= 0 and <= 1",
+        ),
+        (
+            "{ source = 'synth://a', motion = { max_skip = 0 } }",
+            "cameras.c.motion.max_skip: expected a number of seconds > 0",
+        ),
         ("{ source = 3 }", "cameras.c.source: expected"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_camera_table_names_the_key(tmp_path: Path, table: str, needle: str):
     with pytest.raises(UsageError) as e:
         settings(tmp_path, f"[cameras]\nc = {table}\n")

@@ -43,8 +43,15 @@ def test_both_files_load_with_the_same_spec(name):
     spec = load_backend(DEMO / name).spec
     assert spec.arch == "mobilenetv3_small_100" and (spec.frames, spec.stride) == (3, 1)
     assert spec.classes == (
-        "walk_left", "walk_right", "wave", "hold", "fall", "lie_down", "lying", "other"
-    )  # fmt: skip
+        "walk_left",
+        "walk_right",
+        "wave",
+        "hold",
+        "fall",
+        "lie_down",
+        "lying",
+        "other",
+    )
     assert spec.thresholds == {"fall": 0.8}
     (then,) = spec.alert_then  # a fall alerts once lying follows, at the wait chosen for it
     wait = json.loads((DEMO / "report.json").read_text())["export"]["wait"]
@@ -85,9 +92,13 @@ def test_the_int8_file_alerts_the_same_on_a_cpu_without_vnni():
         env = {k: v for k, v in os.environ.items() if k != "ONEDNN_MAX_CPU_ISA"}
         argv = [sys.executable, "-m", "export.demo_check", str(DEMO / "model-int8.xml")]
         r = subprocess.run(
-            [*argv, "--seeds", "1"], capture_output=True, text=True, cwd=ROOT, timeout=300,
+            [*argv, "--seeds", "1"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
             env={**env, "PYTHONPATH": str(ROOT), **isa},
-        )  # fmt: skip
+        )
         assert r.returncode == 0, r.stderr
         return r.stdout
 

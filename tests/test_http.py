@@ -46,8 +46,14 @@ class FakeRuntime:
         statuses = lambda: {"mqtt": self.mqtt} if self.mqtt else {}  # noqa: E731
         frame = np.full((720, 1280, 3), 200, np.uint8)
         latest = lambda camera: frame.copy() if camera == "porch" else None  # noqa: E731
-        return RunInfo(("porch",), ("fall",), self.counters, self.health, statuses=statuses,
-                       latest_frame=latest)  # fmt: skip
+        return RunInfo(
+            ("porch",),
+            ("fall",),
+            self.counters,
+            self.health,
+            statuses=statuses,
+            latest_frame=latest,
+        )
 
 
 def get(port: int, path: str) -> tuple[int, str]:
@@ -120,8 +126,10 @@ def test_metrics_parse_and_count_what_happened(served):
 
 def test_healthz_turns_503_when_a_camera_stalls_or_a_loop_stops(served):
     rt, _, port = served
-    assert get(port, "/healthz") == (200, json.dumps({"ok": True, "stalled_cameras": [],
-                                                       "stopped_loops": []}))  # fmt: skip
+    assert get(port, "/healthz") == (
+        200,
+        json.dumps({"ok": True, "stalled_cameras": [], "stopped_loops": []}),
+    )
     rt.connected = False
     code, body = get(port, "/healthz")
     assert code == 503 and json.loads(body)["stalled_cameras"] == ["porch"]

@@ -26,10 +26,25 @@ pytestmark = pytest.mark.skipif(
     not have_mosquitto(), reason="needs mosquitto and mosquitto_passwd (scripts/setup.sh)"
 )
 
-EVENT = {"event": str, "id": str, "camera": str, "label": str, "score": float, "peak": float,
-         "frame": int, "time": str}  # fmt: skip
-CAMERA = {"fps": float, "processed_fps": float, "frames": int, "processed": int, "dropped": int,
-          "reconnects": int, "connected": bool}  # fmt: skip
+EVENT = {
+    "event": str,
+    "id": str,
+    "camera": str,
+    "label": str,
+    "score": float,
+    "peak": float,
+    "frame": int,
+    "time": str,
+}
+CAMERA = {
+    "fps": float,
+    "processed_fps": float,
+    "frames": int,
+    "processed": int,
+    "dropped": int,
+    "reconnects": int,
+    "connected": bool,
+}
 STATS = {
     "time": str,
     "version": str,
@@ -307,8 +322,16 @@ def test_a_camera_name_too_long_for_a_topic_is_a_usage_error_at_start(tmp_path: 
     """MQTT topics are at most 65535 bytes: found at start, not by the worker at the first
     alert (where it used to end delivery for good)."""
     name = "c" * 70_000
-    r = run_cli("run", "--camera", f"{name}=synth://demo", "--mqtt", "mqtt://127.0.0.1:1",
-                "--state-dir", str(tmp_path / "state"), timeout=60)  # fmt: skip
+    r = run_cli(
+        "run",
+        "--camera",
+        f"{name}=synth://demo",
+        "--mqtt",
+        "mqtt://127.0.0.1:1",
+        "--state-dir",
+        str(tmp_path / "state"),
+        timeout=60,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("edge-hf: error: a camera name of")
     assert "over MQTT's limit of 65535; name the camera with --camera NAME=SOURCE" in r.stderr

@@ -154,8 +154,10 @@ def test_mqtt_cleanup_removes_everything_the_node_retained_and_nothing_else(tmp_
         config.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:{broker.port}/site/a"\n')
         r = run_cli("mqtt-cleanup", "--config", str(config), timeout=60)
         assert r.returncode == 0, r.stderr
-        assert f"removed {EXPECTED_WITH_IMAGES} Home Assistant entities of node site_a and 6 " \
-            "retained topic(s) under site/a/" in r.stderr  # fmt: skip
+        assert (
+            f"removed {EXPECTED_WITH_IMAGES} Home Assistant entities of node site_a and 6 "
+            "retained topic(s) under site/a/" in r.stderr
+        )
         assert sorted(r.stdout.splitlines()) == before  # it names what it removed
         assert r.stdout.splitlines()[-1] == "site/a/available"  # the entities went first
         assert retained_for_node(broker.port) == []

@@ -24,11 +24,14 @@ from tests.broker import have_openssl, make_certs
     ("url", "expect"),
     [
         ("mqtt://broker.lan", MqttUrl(False, "broker.lan", 1883, "edge-hf", None)),
-        ("mqtts://edge@10.0.0.2:8884/home/porch/", MqttUrl(True, "10.0.0.2", 8884, "home/porch", "edge")),
+        (
+            "mqtts://edge@10.0.0.2:8884/home/porch/",
+            MqttUrl(True, "10.0.0.2", 8884, "home/porch", "edge"),
+        ),
         ("MQTT://h/p", MqttUrl(False, "h", 1883, "p", None)),
         ("mqtt://us%40er@h", MqttUrl(False, "h", 1883, "edge-hf", "us@er")),
     ],
-)  # fmt: skip
+)
 def test_urls_are_split(url: str, expect: MqttUrl):
     assert parse_url(url) == expect
 
@@ -108,11 +111,17 @@ def test_the_password_is_not_in_repr_or_display():
         (lambda c: TlsFiles(ca=c.ca), nullcontext()),
         (lambda c: TlsFiles(), nullcontext()),  # the system's CAs
         (lambda c: TlsFiles(ca=c.ca, cert=c.cert, key=c.key), nullcontext()),
-        (lambda c: TlsFiles(ca=c.ca.with_name("nope.pem")), pytest.raises(SinkError, match="--mqtt-ca .*nope.pem does not exist")),
+        (
+            lambda c: TlsFiles(ca=c.ca.with_name("nope.pem")),
+            pytest.raises(SinkError, match="--mqtt-ca .*nope.pem does not exist"),
+        ),
         (lambda c: TlsFiles(ca=c.key), pytest.raises(SinkError, match="expected PEM files")),
-        (lambda c: TlsFiles(key=c.key), pytest.raises(UsageError, match="--mqtt-key needs --mqtt-cert")),
+        (
+            lambda c: TlsFiles(key=c.key),
+            pytest.raises(UsageError, match="--mqtt-key needs --mqtt-cert"),
+        ),
     ],
-)  # fmt: skip
+)
 def test_tls_files_are_checked_up_front(tmp_path: Path, files, expect):
     certs = make_certs(tmp_path / "pki")
     with expect:

@@ -143,8 +143,11 @@ def test_snapshots_raised_while_the_broker_is_down_arrive_each_before_its_event(
                 assert wait_until(lambda: again.spool.depth == 0, 5)
             finally:
                 again.close()
-        order = [m.payload if m.topic == snap else m.payload.split('"id":"')[1][:36]
-                 for m in sub.messages() if m.topic in (snap, "edge-hf/events")]  # fmt: skip
+        order = [
+            m.payload if m.topic == snap else m.payload.split('"id":"')[1][:36]
+            for m in sub.messages()
+            if m.topic in (snap, "edge-hf/events")
+        ]
         assert order == ["jpeg A", sent[0].id, sent[1].id, "jpeg B", sent[2].id]
         assert retained(broker.port, snap) == "jpeg B"  # published retained, the newest last
 
@@ -186,8 +189,10 @@ def test_rows_that_can_never_be_published_are_set_aside_and_the_rest_flow(tmp_pa
     with sqlite3.connect(tmp_path / Spool.FILENAME) as db:
         rows = [(b"edge-hf/events", b"blob topic"), ("edge-hf/events", 1.5), ("t" * 70_000, b"x")]
         db.executemany("INSERT INTO outbox (created, topic, payload) VALUES (0, ?, ?)", rows)
-        db.execute("INSERT INTO outbox (created, topic, payload) VALUES (0, 'edge-hf/events', ?)",
-                   ("text payload",))  # fmt: skip
+        db.execute(
+            "INSERT INTO outbox (created, topic, payload) VALUES (0, 'edge-hf/events', ?)",
+            ("text payload",),
+        )
     spool = Spool(tmp_path)
     spool.put("edge-hf/events", b"last")
     spool.close()

@@ -38,8 +38,9 @@ def noise(h: int = 480, w: int = 640) -> np.ndarray:
 
 def test_the_store_keeps_the_newest_within_count_and_bytes(tmp_path: Path):
     store = SnapshotStore(SnapshotOptions(tmp_path, max_count=3, max_bytes=10**9))
-    names = [store.save("porch", "fall", str(uuid.uuid4()), time.time(), noise()).file
-             for _ in range(5)]  # fmt: skip
+    names = [
+        store.save("porch", "fall", str(uuid.uuid4()), time.time(), noise()).file for _ in range(5)
+    ]
     assert sorted(p.name for p in tmp_path.glob("*.jpg")) == sorted(names[2:])
     one = (tmp_path / names[-1]).stat().st_size
     again = SnapshotStore(SnapshotOptions(tmp_path, max_count=100, max_bytes=2 * one + 10))
@@ -56,8 +57,16 @@ def test_the_store_keeps_the_newest_within_count_and_bytes(tmp_path: Path):
 
 def test_a_snapshot_dir_that_cannot_be_made_is_one_line_and_exit_5(tmp_path: Path):
     (tmp_path / "file").write_text("x")
-    r = run_cli("run", "--camera", "synth://demo?frames=60", "--fast", "--snapshots",
-                "--snapshot-dir", str(tmp_path / "file" / "snaps"), timeout=60)  # fmt: skip
+    r = run_cli(
+        "run",
+        "--camera",
+        "synth://demo?frames=60",
+        "--fast",
+        "--snapshots",
+        "--snapshot-dir",
+        str(tmp_path / "file" / "snaps"),
+        timeout=60,
+    )
     assert r.returncode == 5, r.stderr
     assert (
         r.stderr.strip()
@@ -70,9 +79,22 @@ def test_a_snapshot_dir_that_cannot_be_made_is_one_line_and_exit_5(tmp_path: Pat
 def test_run_with_snapshots_mqtt_and_http(tmp_path: Path):
     port = free_port()
     with Mosquitto() as broker, Subscriber(broker.port) as sub:
-        args = ("run", "--camera", "demo=synth://demo?size=960x540", "--fast", "--cooldown", "0", "--snapshots",
-                "--state-dir", str(tmp_path / "state"), "--mqtt", broker.url, "--mqtt-discovery",
-                "--http", str(port))  # fmt: skip
+        args = (
+            "run",
+            "--camera",
+            "demo=synth://demo?size=960x540",
+            "--fast",
+            "--cooldown",
+            "0",
+            "--snapshots",
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--mqtt",
+            broker.url,
+            "--mqtt-discovery",
+            "--http",
+            str(port),
+        )
         with EdgeHF(tmp_path, *args) as run:
             starts = lambda: [e for e in run.events() if e["event"] == "start"]  # noqa: E731
             assert wait_until(lambda: len(starts()) >= 2, 60), run.stderr()
@@ -88,14 +110,20 @@ def test_run_with_snapshots_mqtt_and_http(tmp_path: Path):
     assert served == file.read_bytes()
     assert cv2.imread(str(file)).shape[:2] == SIZE  # full resolution
     # the small JPEG arrives before the event that names it
-    order = [m.topic for m in sub.messages() if m.topic in ("edge-hf/demo/fall/snapshot",
-                                                             "edge-hf/events")]  # fmt: skip
+    order = [
+        m.topic
+        for m in sub.messages()
+        if m.topic in ("edge-hf/demo/fall/snapshot", "edge-hf/events")
+    ]
     assert order[0] == "edge-hf/demo/fall/snapshot"
     (snap, *_) = sub.messages("edge-hf/demo/fall/snapshot")
     small = cv2.imdecode(np.frombuffer(snap.raw, np.uint8), cv2.IMREAD_COLOR)
     assert small.shape[0] <= SMALL_HEIGHT
-    configs = [json.loads(m.payload) for m in sub.messages()
-               if m.topic.startswith("homeassistant/image/") and m.payload]  # fmt: skip
+    configs = [
+        json.loads(m.payload)
+        for m in sub.messages()
+        if m.topic.startswith("homeassistant/image/") and m.payload
+    ]
     assert configs and configs[0]["image_topic"] == "edge-hf/demo/fall/snapshot"
 
 
@@ -112,9 +140,13 @@ def numbered(tmp_path_factory) -> Path:
 def run_numbered(tmp_path: Path, cameras, snapshots: bool = True, **kw) -> tuple[Runtime, list]:
     model = tmp_path / "bright.onnx"
     onnx.save(brightness_model(MOTION_SPEC, level=0.645), model)
-    cfg = RunConfig(cameras=tuple(cameras), model=model, source_opts=SourceOptions(fast=True),
-                    snapshots=SnapshotOptions(tmp_path / "snaps") if snapshots else None,
-                    **kw)  # fmt: skip
+    cfg = RunConfig(
+        cameras=tuple(cameras),
+        model=model,
+        source_opts=SourceOptions(fast=True),
+        snapshots=SnapshotOptions(tmp_path / "snaps") if snapshots else None,
+        **kw,
+    )
     sink = ListSink()
     rt = Runtime(cfg, [sink], threading.Event())
     assert rt.run() == 0
@@ -122,8 +154,9 @@ def run_numbered(tmp_path: Path, cameras, snapshots: bool = True, **kw) -> tuple
 
 
 @pytest.mark.parametrize(("every", "cameras"), [(1, 2), (4, 1)])
-def test_the_snapshot_is_the_centre_frame_of_the_first_hyperframe(tmp_path, numbered, every,
-                                                                  cameras):  # fmt: skip
+def test_the_snapshot_is_the_centre_frame_of_the_first_hyperframe(
+    tmp_path, numbered, every, cameras
+):
     names = [f"cam{c}={numbered}" for c in range(cameras)]
     rt, starts = run_numbered(tmp_path, names, every=every)  # k=2 of n=3
     assert len(starts) == cameras

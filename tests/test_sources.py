@@ -270,8 +270,10 @@ def test_decoder_threads_are_bounded_per_camera(h264_500: Path):
     choice (0) adds threads per camera on a multi-core box. Counted in /proc/self/task."""
 
     def added(threads: int) -> int:
-        sources = [FileSource(str(h264_500), f"c{i}", SourceOptions(decoder_threads=threads))
-                   for i in range(4)]  # fmt: skip
+        sources = [
+            FileSource(str(h264_500), f"c{i}", SourceOptions(decoder_threads=threads))
+            for i in range(4)
+        ]
         before = _threads()
         try:
             for s in sources:

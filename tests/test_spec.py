@@ -152,21 +152,34 @@ def test_onnx_model_without_spec_is_refused_with_the_fix(tmp_path: Path):
     ("scales", "expect"),
     [
         ([Scale(3, 1), Scale(3, 4, 2)], nullcontext()),
-        ([Scale(3, 1), Scale(5, 2)], pytest.raises(SpecError, match=r"scales\[1\].frames: expected 3 .*found 5")),
-        ([Scale(5, 1)], pytest.raises(SpecError, match=r"scales\[0\].frames: expected 3 .*found 5")),
-        ([Scale(3, 2), Scale(3, 4)], pytest.raises(SpecError, match=r"scales\[0\].stride: expected 1 .*found 2")),
+        (
+            [Scale(3, 1), Scale(5, 2)],
+            pytest.raises(SpecError, match=r"scales\[1\].frames: expected 3 .*found 5"),
+        ),
+        (
+            [Scale(5, 1)],
+            pytest.raises(SpecError, match=r"scales\[0\].frames: expected 3 .*found 5"),
+        ),
+        (
+            [Scale(3, 2), Scale(3, 4)],
+            pytest.raises(SpecError, match=r"scales\[0\].stride: expected 1 .*found 2"),
+        ),
         ([Scale(3, 1), Scale(3, 1)], pytest.raises(SpecError, match="scales must differ")),
-        ([Scale(3, 1, 1), Scale(3, 4, 2)], pytest.raises(SpecError, match=r"newest frame \(offset 0\)")),
+        (
+            [Scale(3, 1, 1), Scale(3, 4, 2)],
+            pytest.raises(SpecError, match=r"newest frame \(offset 0\)"),
+        ),
     ],
-)  # fmt: skip
+)
 def test_scales_are_checked_against_frames_and_stride(scales, expect):
     with expect:
         HyperframeSpec(frames=3, stride=1, size=(8, 8), classes=("a",), scales=tuple(scales))
 
 
 def test_thresholds_are_parsed_and_layered_in_one_place():
-    spec = HyperframeSpec(frames=1, stride=1, size=(8, 8), classes=("fall", "ok"),
-                          alert_classes=(("fall", 0.8),))  # fmt: skip
+    spec = HyperframeSpec(
+        frames=1, stride=1, size=(8, 8), classes=("fall", "ok"), alert_classes=(("fall", 0.8),)
+    )
     assert parse_threshold("fall=0.5") == ("fall", 0.5)
     for bad in ("fall", "fall=0", "fall=1.5", "=0.5", "fall=nan", "fall=x"):
         with pytest.raises(SpecError, match="expected CLASS=P with 0 < P <= 1"):

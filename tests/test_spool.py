@@ -84,8 +84,14 @@ def test_a_full_spool_gives_up_replaced_snapshots_before_any_event(tmp_path: Pat
         rows.append(s.put("p/cam/fall/snapshot", b"j" * 1500, retain=True))
         rows.append(s.put("p/events", b"event %d" % n))
     kept = [(m.id, m.retain) for m in s.pending()]
-    assert kept == [(rows[1], False), (rows[3], False), (rows[4], True), (rows[5], False),
-                    (rows[6], True), (rows[7], False)]  # fmt: skip
+    assert kept == [
+        (rows[1], False),
+        (rows[3], False),
+        (rows[4], True),
+        (rows[5], False),
+        (rows[6], True),
+        (rows[7], False),
+    ]
     assert s.dropped == 0 and s.size <= 4096
     s.close()
     s = Spool(tmp_path)  # the flag is on disk
@@ -95,8 +101,10 @@ def test_a_full_spool_gives_up_replaced_snapshots_before_any_event(tmp_path: Pat
 
 def test_a_spool_written_before_snapshots_were_spooled_gains_the_retain_column(tmp_path):
     with sqlite3.connect(tmp_path / Spool.FILENAME) as db:
-        db.execute("CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-                   "created REAL NOT NULL, topic TEXT NOT NULL, payload BLOB NOT NULL)")  # fmt: skip
+        db.execute(
+            "CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "created REAL NOT NULL, topic TEXT NOT NULL, payload BLOB NOT NULL)"
+        )
         db.execute("INSERT INTO outbox (created, topic, payload) VALUES (0, 'p/events', 'old')")
     s = Spool(tmp_path)
     s.put("p/c/l/snapshot", b"jpeg", retain=True)

@@ -49,8 +49,21 @@ class WalWatch(threading.Thread):
 
 
 def edge_hf(tmp: Path, url: str, state: Path) -> EdgeHF:
-    return EdgeHF(tmp, "run", "--camera", "synth://demo", "--fast", "--cooldown", "0",
-                  "--mqtt", url, "--state-dir", str(state), "--mqtt-reconnect-max", "1")  # fmt: skip
+    return EdgeHF(
+        tmp,
+        "run",
+        "--camera",
+        "synth://demo",
+        "--fast",
+        "--cooldown",
+        "0",
+        "--mqtt",
+        url,
+        "--state-dir",
+        str(state),
+        "--mqtt-reconnect-max",
+        "1",
+    )
 
 
 def ids(events) -> list[str]:

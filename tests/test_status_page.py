@@ -31,8 +31,16 @@ pytestmark = pytest.mark.skipif(
 
 
 def chromium(tmp: Path, url: str, *args: str) -> str:
-    cmd = [CHROMIUM, "--headless", "--disable-gpu", "--hide-scrollbars",
-           f"--user-data-dir={tmp / 'chromium'}", "--virtual-time-budget=3000", *args, url]  # fmt: skip
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp / 'chromium'}",
+        "--virtual-time-budget=3000",
+        *args,
+        url,
+    ]
     if os.geteuid() == 0:
         cmd.insert(1, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -47,8 +55,19 @@ def events(port: int) -> list[dict]:
 
 def test_the_status_page_shows_cameras_and_alerts_in_a_real_browser(tmp_path: Path):
     port = free_port()
-    args = ("run", "--camera", "synth://demo", "--fast", "--cooldown", "0", "--http", str(port),
-            "--snapshots", "--state-dir", str(tmp_path / "state"))  # fmt: skip
+    args = (
+        "run",
+        "--camera",
+        "synth://demo",
+        "--fast",
+        "--cooldown",
+        "0",
+        "--http",
+        str(port),
+        "--snapshots",
+        "--state-dir",
+        str(tmp_path / "state"),
+    )
     with EdgeHF(tmp_path, *args) as run:
         assert wait_until(lambda: any(e["event"] == "start" for e in events(port)), 60), (
             run.stderr()

@@ -235,8 +235,10 @@ def test_mixed_speed_falls_stay_down_or_get_up_and_differ_only_after(preset):
     one ends lying, the other standing; over seeds the fall is fast and slow."""
     durations = []
     for seed in range(8):
-        stay, up = (synth.make_scene(n, seed=seed, size=(120, 160), preset=preset)
-                    for n in synth.MIXED_SPEED)  # fmt: skip
+        stay, up = (
+            synth.make_scene(n, seed=seed, size=(120, 160), preset=preset)
+            for n in synth.MIXED_SPEED
+        )
         assert stay.length == up.length
         phases = up.phases()
         labels = [lab for *_, lab in phases]
@@ -270,6 +272,12 @@ def test_figure_contrast_is_the_colour_distance_to_the_band_it_stands_in(figure,
 def test_figure_contrast_reads_the_wall_behind_the_figure_not_the_floor() -> None:
     """A grey wall over a black floor: a figure of the wall's grey has no contrast at all."""
     grey = (100, 100, 100)
-    scene = _scene("walk_left", background="shapes", shapes=0, bg_colors=(grey, (0, 0, 0)),
-                   color=grey, noise=0.0)  # fmt: skip
+    scene = _scene(
+        "walk_left",
+        background="shapes",
+        shapes=0,
+        bg_colors=(grey, (0, 0, 0)),
+        color=grey,
+        noise=0.0,
+    )
     assert scene.figure_contrast == pytest.approx(0.0)

@@ -225,7 +225,13 @@ def test_real_scenes_render_on_the_device_without_torch_or_skimage(tmp_path: Pat
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text(f"raise ImportError('device imported {pkg}')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env,
-                       cwd=tmp_path, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "(90, 160, 3) True []"

@@ -46,8 +46,13 @@ def one_fall(tmp_path_factory) -> Path:
 
 
 def run(tmp_path: Path, cameras, confirm: Path | None, **kw) -> tuple[Runtime, ListSink]:
-    cfg = RunConfig(cameras=tuple(map(str, cameras)), model=save_model(tmp_path / "m.onnx"),
-                    confirm=confirm, source_opts=FAST, **kw)  # fmt: skip
+    cfg = RunConfig(
+        cameras=tuple(map(str, cameras)),
+        model=save_model(tmp_path / "m.onnx"),
+        confirm=confirm,
+        source_opts=FAST,
+        **kw,
+    )
     sink = ListSink()
     rt = Runtime(cfg, [sink], threading.Event())
     assert rt.run() == 0
@@ -87,10 +92,12 @@ def test_confirm_accepts_one_event_with_both_scores(tmp_path, one_fall):
 
 
 def test_the_screening_threshold_decides_what_is_confirmed(tmp_path, one_fall):
-    low = run(tmp_path, [one_fall], confirming(tmp_path, ACCEPT),
-              screen_thresholds=(("fall", 0.001),))[0].two  # fmt: skip
-    high = run(tmp_path, [one_fall], confirming(tmp_path, ACCEPT),
-               screen_thresholds=(("fall", 0.99),))[0].two  # fmt: skip
+    low = run(
+        tmp_path, [one_fall], confirming(tmp_path, ACCEPT), screen_thresholds=(("fall", 0.001),)
+    )[0].two
+    high = run(
+        tmp_path, [one_fall], confirming(tmp_path, ACCEPT), screen_thresholds=(("fall", 0.99),)
+    )[0].two
     assert low.screens > high.screens
 
 
@@ -98,10 +105,17 @@ def test_batched_cameras_and_motion_gating_each_get_their_own_confirmation(tmp_p
     """Two cameras in one batch, motion-gated: the walker's rows are screened out, the fall's
     rows are packed to the front of the confirming batch, and only the fall alerts."""
     walk = tmp_path / "walk.avi"
-    synth.write_clip(walk, synth.make_scene("walk_right", seed=2, size=(120, 160)), 100,
-                     fourcc="MJPG")  # fmt: skip
-    rt, sink = run(tmp_path, [f"a={walk}", f"b={one_fall}"], confirming(tmp_path, ACCEPT),
-                   batch=2, batch_wait=0.05, motion=MotionOptions(enabled=True))  # fmt: skip
+    synth.write_clip(
+        walk, synth.make_scene("walk_right", seed=2, size=(120, 160)), 100, fourcc="MJPG"
+    )
+    rt, sink = run(
+        tmp_path,
+        [f"a={walk}", f"b={one_fall}"],
+        confirming(tmp_path, ACCEPT),
+        batch=2,
+        batch_wait=0.05,
+        motion=MotionOptions(enabled=True),
+    )
     assert [e.camera for e in starts(sink)] == ["b"]
     assert rt.two.confirms >= 2 and rt.latency.calls < rt.latency.count  # batches of 2 ran
 
@@ -110,10 +124,12 @@ def test_batched_cameras_and_motion_gating_each_get_their_own_confirmation(tmp_p
     ("change", "message"),
     [
         ({"size": (96, 96)}, r"its size is \(96, 96\) where the screening model.s is \(160, 160\)"),
-        ({"classes": ("normal", "fell"), "alert_classes": ()},
-         "the confirming model has no class 'fall'"),
+        (
+            {"classes": ("normal", "fell"), "alert_classes": ()},
+            "the confirming model has no class 'fall'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_confirming_model_that_does_not_fit_is_refused(tmp_path, one_fall, change, message):
     model = confirming(tmp_path, ACCEPT, replace(PYRAMID, **change))
     with pytest.raises(UsageError, match=message):
@@ -127,9 +143,14 @@ def test_two_stage_steady_state_allocates_nothing_per_frame(tmp_path: Path):
     telemetry thread keep objects of their own)."""
     onnx.save(constant_model(PYRAMID, REJECT), tmp_path / "confirm.onnx")
     probe = AllocationProbe(open_source("synth://walk_left?frames=1600", FAST), (300, 900, 1500))
-    cfg = RunConfig(cameras=("x",), model=save_model(tmp_path / "m.onnx"),
-                    confirm=tmp_path / "confirm.onnx", screen_thresholds=(("fall", 0.001),),
-                    source_opts=FAST, snapshots=SnapshotOptions(tmp_path / "s"))  # fmt: skip
+    cfg = RunConfig(
+        cameras=("x",),
+        model=save_model(tmp_path / "m.onnx"),
+        confirm=tmp_path / "confirm.onnx",
+        screen_thresholds=(("fall", 0.001),),
+        source_opts=FAST,
+        snapshots=SnapshotOptions(tmp_path / "s"),
+    )
     tracemalloc.start(1)
     try:
         rt = Runtime(cfg, [ListSink()], threading.Event(), sources=[probe])
@@ -180,11 +201,17 @@ def test_a_fall_that_waits_for_lying_reads_lying_from_the_screen(
     three = ("normal", "fall", "lying")
     rule = (Then("fall", "lying", pose_threshold, 1.0),)
     screen = replace(MOTION_SPEC, classes=three, alert_then=rule)  # lying about 0.5 once still
-    onnx.save(constant_model(replace(PYRAMID, classes=three), [-5.0, 5.0, -5.0]),
-              tmp_path / "confirm.onnx")  # fmt: skip
+    onnx.save(
+        constant_model(replace(PYRAMID, classes=three), [-5.0, 5.0, -5.0]),
+        tmp_path / "confirm.onnx",
+    )
     confirm = save_openvino(tmp_path / "confirm.onnx", tmp_path / "confirm.xml")
-    cfg = RunConfig(cameras=(str(one_fall),), model=save_model(tmp_path / "m.onnx", screen),
-                    confirm=confirm, source_opts=FAST)  # fmt: skip
+    cfg = RunConfig(
+        cameras=(str(one_fall),),
+        model=save_model(tmp_path / "m.onnx", screen),
+        confirm=confirm,
+        source_opts=FAST,
+    )
     sink = ListSink()
     rt = Runtime(cfg, [sink], threading.Event())
     logic, fed = rt.cameras[0].logic, []

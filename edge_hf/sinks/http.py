@@ -240,7 +240,12 @@ def _describe(opts: HttpOptions) -> dict:
 
 
 OPTIONS = (
-    Option("http.listen", "--http", listen, None,
-           "serve a status page, /metrics, /healthz and /api/events on [HOST:]PORT (host default 127.0.0.1; give an address to expose it)"),
-)  # fmt: skip
+    Option(
+        "http.listen",
+        "--http",
+        listen,
+        None,
+        "serve a status page, /metrics, /healthz and /api/events on [HOST:]PORT (host default 127.0.0.1; give an address to expose it)",
+    ),
+)
 SECTION = SinkSection("http", OPTIONS, _settings, HttpSink, describe=_describe)

@@ -77,9 +77,23 @@ NAMES: tuple[str, ...] = (*SCENES, *HARD_NEGATIVES, *MIXED_SPEED, "other", "stor
 PRESETS: tuple[str, ...] = ("easy", "real")
 BACKGROUNDS: tuple[str, ...] = ("flat", "gradient", "shapes")  # easy; "real" draws its own
 
-__all__ = ["ACTIONS", "BACKGROUNDS", "DEMO_LABELS", "HARD_NEGATIVES", "MIXED_SPEED", "NAMES", "PRESETS",
-           "POSE_CLASSES", "REAL_CLASSES", "SCENES", "STORY_LABELS", "Scene", "SceneParams", "make_scene",
-           "write_clip"]  # fmt: skip
+__all__ = [
+    "ACTIONS",
+    "BACKGROUNDS",
+    "DEMO_LABELS",
+    "HARD_NEGATIVES",
+    "MIXED_SPEED",
+    "NAMES",
+    "PRESETS",
+    "POSE_CLASSES",
+    "REAL_CLASSES",
+    "SCENES",
+    "STORY_LABELS",
+    "Scene",
+    "SceneParams",
+    "make_scene",
+    "write_clip",
+]
 
 BGR = tuple[int, int, int]
 
@@ -129,16 +143,29 @@ class SceneParams:
         if rng.random() < 0.5:
             c0, c1 = c1, c0
         return cls(
-            height=u(0.35, 0.6), thickness=u(0.035, 0.055), color=fig.bgr(figure),
-            floor=u(0.84, 0.95), background=BACKGROUNDS[rng.integers(len(BACKGROUNDS))],
-            bg_colors=(fig.bgr(c0), fig.bgr(c1)), shapes=int(rng.integers(2, 7)),
-            noise=u(0.0, 5.0), jitter=u(0.0, 1.5) if rng.random() < 0.6 else 0.0,
-            speed=u(0.6, 1.1), start=u(0.0, 1.0), swing=u(0.3, 0.45),
-            side=1 if rng.random() < 0.5 else -1, lead_s=u(0.3, 0.6),
-            fall_s=u(0.4, 0.8), lie_s=u(2.8, 4.0), clip_s=u(2.4, 3.6),
-            wave_hz=u(1.2, 2.4), wave_center=u(1.75, 2.1), wave_amp=u(0.5, 0.8),
-            hold=u(-1.0, 1.0), seed=int(seed),
-        )  # fmt: skip
+            height=u(0.35, 0.6),
+            thickness=u(0.035, 0.055),
+            color=fig.bgr(figure),
+            floor=u(0.84, 0.95),
+            background=BACKGROUNDS[rng.integers(len(BACKGROUNDS))],
+            bg_colors=(fig.bgr(c0), fig.bgr(c1)),
+            shapes=int(rng.integers(2, 7)),
+            noise=u(0.0, 5.0),
+            jitter=u(0.0, 1.5) if rng.random() < 0.6 else 0.0,
+            speed=u(0.6, 1.1),
+            start=u(0.0, 1.0),
+            swing=u(0.3, 0.45),
+            side=1 if rng.random() < 0.5 else -1,
+            lead_s=u(0.3, 0.6),
+            fall_s=u(0.4, 0.8),
+            lie_s=u(2.8, 4.0),
+            clip_s=u(2.4, 3.6),
+            wave_hz=u(1.2, 2.4),
+            wave_center=u(1.75, 2.1),
+            wave_amp=u(0.5, 0.8),
+            hold=u(-1.0, 1.0),
+            seed=int(seed),
+        )
 
 
 FAR = 0.32  # a figure under this fraction of the frame's height is far
@@ -151,25 +178,54 @@ def _sample_real(cls, seed: int) -> SceneParams:
     u = rng.uniform
     far = rng.random() < FAR_SHARE
     return cls(
-        height=u(*HEIGHTS["far" if far else "near"]), thickness=u(0.03, 0.07),
-        color=(255, 255, 255), floor=u(0.62, 0.97), background="real",
-        bg_colors=((0, 0, 0), (0, 0, 0)), shapes=0, noise=u(0.0, 8.0),
-        jitter=u(0.0, 2.5) if rng.random() < 0.5 else 0.0, speed=u(0.5, 1.4), start=u(0.0, 1.0),
-        swing=u(0.25, 0.5), side=1 if rng.random() < 0.5 else -1, lead_s=u(0.3, 0.9),
-        fall_s=u(0.35, 0.9), lie_s=u(2.5, 4.5), clip_s=u(2.4, 3.6), wave_hz=u(1.2, 2.4),
-        wave_center=u(1.75, 2.1), wave_amp=u(0.5, 0.8), hold=u(-1.0, 1.0), seed=int(seed),
-    )  # fmt: skip
+        height=u(*HEIGHTS["far" if far else "near"]),
+        thickness=u(0.03, 0.07),
+        color=(255, 255, 255),
+        floor=u(0.62, 0.97),
+        background="real",
+        bg_colors=((0, 0, 0), (0, 0, 0)),
+        shapes=0,
+        noise=u(0.0, 8.0),
+        jitter=u(0.0, 2.5) if rng.random() < 0.5 else 0.0,
+        speed=u(0.5, 1.4),
+        start=u(0.0, 1.0),
+        swing=u(0.25, 0.5),
+        side=1 if rng.random() < 0.5 else -1,
+        lead_s=u(0.3, 0.9),
+        fall_s=u(0.35, 0.9),
+        lie_s=u(2.5, 4.5),
+        clip_s=u(2.4, 3.6),
+        wave_hz=u(1.2, 2.4),
+        wave_center=u(1.75, 2.1),
+        wave_amp=u(0.5, 0.8),
+        hold=u(-1.0, 1.0),
+        seed=int(seed),
+    )
 
 
 # Accepted ranges, checked once when a Scene is built (a bad override fails naming its field).
 _LIMITS = {
-    "height": (0.05, 0.9), "thickness": (0.01, 0.2), "floor": (0.3, 1.0), "shapes": (0, 100),
-    "noise": (0.0, 50.0), "jitter": (0.0, 8.0), "speed": (0.05, 5.0), "start": (0.0, 1.0),
-    "swing": (0.05, 0.8), "side": (-1, 1), "lead_s": (0.0, 30.0), "fall_s": (0.04, 30.0),
-    "lie_s": (0.04, 60.0), "clip_s": (0.2, 600.0), "wave_hz": (0.05, 10.0),
-    "wave_center": (0.0, pi), "wave_amp": (0.0, pi / 2), "hold": (-1.0, 1.0),
-    "story_s": (1.0, 24 * 3600.0), "falls": (0, 1000),
-}  # fmt: skip
+    "height": (0.05, 0.9),
+    "thickness": (0.01, 0.2),
+    "floor": (0.3, 1.0),
+    "shapes": (0, 100),
+    "noise": (0.0, 50.0),
+    "jitter": (0.0, 8.0),
+    "speed": (0.05, 5.0),
+    "start": (0.0, 1.0),
+    "swing": (0.05, 0.8),
+    "side": (-1, 1),
+    "lead_s": (0.0, 30.0),
+    "fall_s": (0.04, 30.0),
+    "lie_s": (0.04, 60.0),
+    "clip_s": (0.2, 600.0),
+    "wave_hz": (0.05, 10.0),
+    "wave_center": (0.0, pi),
+    "wave_amp": (0.0, pi / 2),
+    "hold": (-1.0, 1.0),
+    "story_s": (1.0, 24 * 3600.0),
+    "falls": (0, 1000),
+}
 
 
 def _check_params(p: SceneParams) -> None:
@@ -331,8 +387,10 @@ class Scene:
         return list(self._phases)
 
     def __repr__(self) -> str:
-        return (f"Scene({self.name!r}, seed={self.params.seed}, size={self.size}, "
-                f"fps={self.fps}, length={self.length})")  # fmt: skip
+        return (
+            f"Scene({self.name!r}, seed={self.params.seed}, size={self.size}, "
+            f"fps={self.fps}, length={self.length})"
+        )
 
 
 def make_scene(

@@ -78,11 +78,15 @@ class Car:
         x, y, ln = self.x0 + self.vx * k + dx, self.road_y + dy, self.length
         h = 0.32 * ln
         r = round(0.11 * ln * _ONE)
-        body = ((round(x * _ONE), round((y - 1.1 * h) * _ONE)),
-                (round((x + ln) * _ONE), round((y - 0.35 * h) * _ONE)))  # fmt: skip
+        body = (
+            (round(x * _ONE), round((y - 1.1 * h) * _ONE)),
+            (round((x + ln) * _ONE), round((y - 0.35 * h) * _ONE)),
+        )
         cv2.rectangle(out, *body, self.color, -1, cv2.LINE_AA, _SHIFT)
-        cabin = ((round((x + 0.22 * ln) * _ONE), round((y - 1.75 * h) * _ONE)),
-                 (round((x + 0.72 * ln) * _ONE), round((y - 1.05 * h) * _ONE)))  # fmt: skip
+        cabin = (
+            (round((x + 0.22 * ln) * _ONE), round((y - 1.75 * h) * _ONE)),
+            (round((x + 0.72 * ln) * _ONE), round((y - 1.05 * h) * _ONE)),
+        )
         cv2.rectangle(out, *cabin, self.color, -1, cv2.LINE_AA, _SHIFT)
         for wx in (0.2, 0.8):
             c = (round((x + wx * ln) * _ONE), round((y - 0.11 * ln) * _ONE))
@@ -164,10 +168,15 @@ def plan_pendulum(rng, lay: Layout) -> Pendulum:
     length = rng.uniform(0.15, 0.5) * hgt
     period = 2 * pi * (length / hgt * 4.0) ** 0.5 * rng.uniform(0.8, 1.2)  # longer swings slower
     return Pendulum(
-        anchor=(rng.uniform(0.1, 0.9) * wid, -2.0), length=length, amp=rng.uniform(0.15, 0.6),
-        w=2 * pi / (period * fps), phase=rng.uniform(0, 2 * pi),
-        shade=rng.uniform(0.03, 0.08) * hgt, color=_color(rng), cord=_color(rng),
-    )  # fmt: skip
+        anchor=(rng.uniform(0.1, 0.9) * wid, -2.0),
+        length=length,
+        amp=rng.uniform(0.15, 0.6),
+        w=2 * pi / (period * fps),
+        phase=rng.uniform(0, 2 * pi),
+        shade=rng.uniform(0.03, 0.08) * hgt,
+        color=_color(rng),
+        cord=_color(rng),
+    )
 
 
 class Lighting:

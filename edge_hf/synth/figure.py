@@ -99,27 +99,54 @@ def blend(a: Pose, b: Pose, t: float) -> Pose:
 
 def crouching(x: float, side: float, d: float) -> Pose:
     """Knees bent towards `side`, leaning forward, arms forward; d 0 standing .. 1 deep crouch."""
-    return Pose(x, side=side, knee=1.15 * d, lean=0.45 * d,
-                arm_a=ARM_REST + side * 0.9 * d, arm_b=-ARM_REST + side * 1.1 * d)  # fmt: skip
+    return Pose(
+        x,
+        side=side,
+        knee=1.15 * d,
+        lean=0.45 * d,
+        arm_a=ARM_REST + side * 0.9 * d,
+        arm_b=-ARM_REST + side * 1.1 * d,
+    )
 
 
 def bending(x: float, side: float, d: float) -> Pose:
     """Bent over at the hip towards `side`, hands going to the floor; d 0 standing .. 1 down."""
     lean = 1.35 * d
-    return Pose(x, side=side, knee=0.3 * d, lean=lean, hip=0.1 * d,
-                arm_a=ARM_REST * (1 - d) + side * (lean - 0.05), arm_b=-ARM_REST * (1 - d) + side * (lean + 0.1))  # fmt: skip
+    return Pose(
+        x,
+        side=side,
+        knee=0.3 * d,
+        lean=lean,
+        hip=0.1 * d,
+        arm_a=ARM_REST * (1 - d) + side * (lean - 0.05),
+        arm_b=-ARM_REST * (1 - d) + side * (lean + 0.1),
+    )
 
 
 def sitting(x: float, side: float) -> Pose:
     """Sitting on the floor, legs forward towards `side` with the knees up, hands behind."""
-    return Pose(x, side=side, hip=0.5 * pi + 0.35, knee=0.35, lean=-0.2,
-                arm_a=-side * 0.45, arm_b=-side * 0.3)  # fmt: skip
+    return Pose(
+        x,
+        side=side,
+        hip=0.5 * pi + 0.35,
+        knee=0.35,
+        lean=-0.2,
+        arm_a=-side * 0.45,
+        arm_b=-side * 0.3,
+    )
 
 
 def kneeling(x: float, side: float, lean: float = 0.25) -> Pose:
     """On both knees, shins flat behind, torso leaning `lean` towards `side`."""
-    return Pose(x, side=side, hip=-0.25 * pi, knee=0.25 * pi, lean=lean,
-                arm_a=ARM_REST + side * 0.6, arm_b=-ARM_REST + side * 0.8)  # fmt: skip
+    return Pose(
+        x,
+        side=side,
+        hip=-0.25 * pi,
+        knee=0.25 * pi,
+        lean=lean,
+        arm_a=ARM_REST + side * 0.6,
+        arm_b=-ARM_REST + side * 0.8,
+    )
 
 
 def _limb(ox: float, oy: float, length: float, angle: float) -> tuple[float, float]:

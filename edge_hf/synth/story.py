@@ -19,13 +19,34 @@ from edge_hf.synth import figure as fig
 from edge_hf.synth import timelines as tl
 
 STORY_LABELS: tuple[str, ...] = (
-    "walk", "stand", "fall", "lying", "get_up", "lie_down", "sit_down", "sitting", "crouch",
-    "pick_up", "stumble", "turn", "wave", "empty",
-)  # fmt: skip
+    "walk",
+    "stand",
+    "fall",
+    "lying",
+    "get_up",
+    "lie_down",
+    "sit_down",
+    "sitting",
+    "crouch",
+    "pick_up",
+    "stumble",
+    "turn",
+    "wave",
+    "empty",
+)
 
 # activity: weight (how often it is picked between falls)
-_ACTIVITIES = {"stand": 3.0, "sit": 1.0, "crouch": 1.0, "pick_up": 1.2, "stumble": 0.8,
-               "turn": 1.2, "lie": 0.6, "wave": 0.6, "leave": 0.5}  # fmt: skip
+_ACTIVITIES = {
+    "stand": 3.0,
+    "sit": 1.0,
+    "crouch": 1.0,
+    "pick_up": 1.2,
+    "stumble": 0.8,
+    "turn": 1.2,
+    "lie": 0.6,
+    "wave": 0.6,
+    "leave": 0.5,
+}
 
 
 def story(st: tl.Stage) -> list[tl.Beat]:
@@ -78,9 +99,19 @@ def _activity(st: tl.Stage, kind: str, x: float, target: float, side: int, rng):
     elif kind in ("crouch", "pick_up"):
         beats += {"crouch": tl.crouch, "pick_up": tl.pick_up}[kind](st, x, side, rng)
     elif kind == "lie":
-        beats.append(("lie_down", tl.go_down(fig.standing(x), x, side,
-                                             st.frames(rng.uniform(2.5, 4.5)), tl.smooth,
-                                             knees=bool(rng.random() < 0.4))))  # fmt: skip
+        beats.append(
+            (
+                "lie_down",
+                tl.go_down(
+                    fig.standing(x),
+                    x,
+                    side,
+                    st.frames(rng.uniform(2.5, 4.5)),
+                    tl.smooth,
+                    knees=bool(rng.random() < 0.4),
+                ),
+            )
+        )
         beats.append(("lying", [fig.toppling(x, side, 1.0)] * st.frames(rng.uniform(3, 20))))
         beats += tl.stand_up(st, x, side, rng, seated=False)
     elif kind == "wave":

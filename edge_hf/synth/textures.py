@@ -96,9 +96,13 @@ def texture(rng: np.random.Generator, h: int, w: int, kind: str | None = None) -
     little value noise over it so no surface is perfectly flat."""
     kind = kind or KINDS[int(rng.integers(len(KINDS)))]
     make = {
-        "noise": _noise, "bricks": _bricks, "tiles": lambda r, a, b: _bricks(r, a, b, True),
-        "stripes": _stripes, "gradient": _gradient, "blotches": _blotches,
-    }[kind]  # fmt: skip
+        "noise": _noise,
+        "bricks": _bricks,
+        "tiles": lambda r, a, b: _bricks(r, a, b, True),
+        "stripes": _stripes,
+        "gradient": _gradient,
+        "blotches": _blotches,
+    }[kind]
     img = make(rng, h, w)
     grain = value_noise(rng, h, w, 3)[..., None] - 0.5
     img = img + rng.uniform(0, 40) * grain

@@ -234,8 +234,15 @@ def pick_up(st: Stage, x: float, side: int, rng) -> list[Beat]:
 def stumble(st: Stage, x: float, side: int, rng) -> list[Beat]:
     """A fall's start (fast tilt, arms thrown out) caught and undone: upright again at x."""
     tilt = rng.uniform(0.3, 0.55)
-    lurch = fig.Pose(x, tilt=tilt, side=side, knee=0.35, swing=0.25,
-                     arm_a=side * rng.uniform(1.4, 2.2), arm_b=side * rng.uniform(0.8, 1.6))  # fmt: skip
+    lurch = fig.Pose(
+        x,
+        tilt=tilt,
+        side=side,
+        knee=0.35,
+        swing=0.25,
+        arm_a=side * rng.uniform(1.4, 2.2),
+        arm_b=side * rng.uniform(0.8, 1.6),
+    )
     out, back = st.frames(rng.uniform(0.15, 0.3)), st.frames(rng.uniform(0.4, 0.8))
     poses = move(fig.standing(x), lurch, out, accelerate) + move(
         lurch, fig.standing(x), back, smooth

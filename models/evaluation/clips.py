@@ -53,8 +53,14 @@ def alerting(s: Stream, cls: str, thresholds, then: Then | None, kn: tuple[int, 
     return [bool(a) for a in found]
 
 
-def summarise(cls: str, thresholds: tuple[float, ...], threshold: float, kn: tuple[int, int],
-              clips: list[tuple[str, list[bool]]], backwards: list[list[bool]]) -> dict:  # fmt: skip
+def summarise(
+    cls: str,
+    thresholds: tuple[float, ...],
+    threshold: float,
+    kn: tuple[int, int],
+    clips: list[tuple[str, list[bool]]],
+    backwards: list[list[bool]],
+) -> dict:
     """The report's entry for one alert class from each clip's (label, alerts at each of
     ``thresholds``), ``threshold`` (the spec's) one of them."""
     at = thresholds.index(threshold)
@@ -71,9 +77,10 @@ def summarise(cls: str, thresholds: tuple[float, ...], threshold: float, kn: tup
         "k_of_n": list(kn),
         "clips": dict(sorted(counts.items())),
         "backwards": {"alert": sum(a[at] for a in backwards), "of": len(backwards)},
-        "quiet": None if quiet is None else {
-            "threshold": thresholds[quiet], "alert": sum(a[quiet] for a in own), "of": len(own)},
-    }  # fmt: skip
+        "quiet": None
+        if quiet is None
+        else {"threshold": thresholds[quiet], "alert": sum(a[quiet] for a in own), "of": len(own)},
+    }
 
 
 def sample(clips: list[Video]) -> list[Video]:
@@ -83,8 +90,11 @@ def sample(clips: list[Video]) -> list[Video]:
     for v in clips:
         by.setdefault(int(v.labels), []).append(v)
     per = min(PER_CLASS, max(1, TOTAL // max(1, len(by))))
-    picks = [vs[round(i * len(vs) / min(per, len(vs)))] for vs in by.values()
-             for i in range(min(per, len(vs)))]  # fmt: skip
+    picks = [
+        vs[round(i * len(vs) / min(per, len(vs)))]
+        for vs in by.values()
+        for i in range(min(per, len(vs)))
+    ]
     return sorted(picks, key=lambda v: str(v.path))
 
 
@@ -99,8 +109,9 @@ def _scored(model: Path, video: Path) -> Stream | None:
         return None
 
 
-def check(model: Path, spec: HyperframeSpec, videos: tuple[Video, ...],
-          classes: tuple[str, ...]) -> dict | None:  # fmt: skip
+def check(
+    model: Path, spec: HyperframeSpec, videos: tuple[Video, ...], classes: tuple[str, ...]
+) -> dict | None:
     """Every alert class's entry (``summarise``, with the clips left out as unreadable or too
     short) from the clips of ``videos`` labelled whole, scored by the runtime with ``model``;
     None when there are none or nothing alerts."""
@@ -137,23 +148,28 @@ def lines(report: dict | None) -> list[str]:
         own = r["clips"].get(cls, {"alert": 0, "of": 0})
         named = ", ".join(f"{lab} {c['alert']}" for lab, c in others.items() if c["alert"])
         b = r["backwards"]
-        text = (f"On the validation clips at {cls} ≥ {r['threshold']:g} ({k} of {n}), "
-                f"{own['alert']} of {own['of']} {cls} clips alert; so do {false} of "
-                f"{sum(c['of'] for c in others.values())} clips of other classes"
-                f"{f' ({named})' if named else ''} and {b['alert']} of the {b['of']} {cls} clips "
-                "played backwards (as someone getting up).")  # fmt: skip
+        text = (
+            f"On the validation clips at {cls} ≥ {r['threshold']:g} ({k} of {n}), "
+            f"{own['alert']} of {own['of']} {cls} clips alert; so do {false} of "
+            f"{sum(c['of'] for c in others.values())} clips of other classes"
+            f"{f' ({named})' if named else ''} and {b['alert']} of the {b['of']} {cls} clips "
+            "played backwards (as someone getting up)."
+        )
         if own["alert"] * 2 < own["of"]:
             text += f" Fewer than half of the {cls} clips alert: expect most {cls}s to be missed."
         if r.get("left_out"):
-            text += (f" {r['left_out']} clip(s) left out: shorter than one hyperframe or "
-                     "unreadable.")  # fmt: skip
+            text += f" {r['left_out']} clip(s) left out: shorter than one hyperframe or unreadable."
         q = r["quiet"]
         if q is None:
-            text += (" No threshold keeps all of those quiet: expect false alarms on streams and "
-                     "measure them (models.evaluate) before deploying.")  # fmt: skip
+            text += (
+                " No threshold keeps all of those quiet: expect false alarms on streams and "
+                "measure them (models.evaluate) before deploying."
+            )
         elif q["threshold"] > r["threshold"]:
-            text += (f" The lowest threshold at which none of those alerts is {q['threshold']:g}, "
-                     f"where {q['alert']} of {q['of']} {cls} clips still do: measure both points "
-                     f"on streams (models.evaluate) and set one with --threshold {cls}=P.")  # fmt: skip
+            text += (
+                f" The lowest threshold at which none of those alerts is {q['threshold']:g}, "
+                f"where {q['alert']} of {q['of']} {cls} clips still do: measure both points "
+                f"on streams (models.evaluate) and set one with --threshold {cls}=P."
+            )
         out += ["", text]
     return out

@@ -14,8 +14,26 @@ from edge_hf.alerts import DEFAULT_COOLDOWN, AlertLogic, AlertPolicy
 from edge_hf.spec import Then
 
 # the last two for models whose scores saturate (--action-top)
-GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99,
-        0.995, 0.999)  # fmt: skip
+GRID = (
+    0.05,
+    0.1,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.6,
+    0.7,
+    0.8,
+    0.85,
+    0.9,
+    0.93,
+    0.95,
+    0.97,
+    0.98,
+    0.99,
+    0.995,
+    0.999,
+)
 KN = ((1, 1), (2, 3), (2, 2), (3, 5))  # k-of-n drawn in the sweep
 
 
@@ -143,8 +161,13 @@ def match(alerts: list[int], events: list[tuple[int, int]], fps: float, late: fl
     return [(f - events[j][1]) / fps for j, f in caught.items()], false
 
 
-MISSES = ("score below the threshold", "held by an earlier alert or its cooldown",
-          "not k of n in time", "caught late", "no pose after it in time")  # fmt: skip
+MISSES = (
+    "score below the threshold",
+    "held by an earlier alert or its cooldown",
+    "not k of n in time",
+    "caught late",
+    "no pose after it in time",
+)
 
 
 def outcomes(streams: list[Stream], column: int, cls: str, thr: float, kn, opts: Options) -> dict:
@@ -166,8 +189,10 @@ def outcomes(streams: list[Stream], column: int, cls: str, thr: float, kn, opts:
         held, armed = np.zeros((1, len(s.anchors)), bool), [{}]
         (alerts,) = starts(s, column, (thr,), k, n, opts.cooldown, held, then, armed)
         caught, wrong = assign(alerts, s.events[cls], s.fps, opts.match)
-        false += [{"stream": s.name, "frame": f,
-                   "label": false_label(s, f, armed[0], then)} for f in wrong]  # fmt: skip
+        false += [
+            {"stream": s.name, "frame": f, "label": false_label(s, f, armed[0], then)}
+            for f in wrong
+        ]
         hits = s.probs[:, column] >= thr
         kofn = np.convolve(hits, np.ones(n, int))[: len(hits)] >= k  # k of the last n
         deadline = round(opts.max_delay * s.fps)
@@ -187,8 +212,16 @@ def outcomes(streams: list[Stream], column: int, cls: str, thr: float, kn, opts:
                 # this event started one that an earlier event, still in its match time, took
             else:
                 why = MISSES[4]
-            events.append({"stream": s.name, "first": first, "impact": impact, "delay": delay,
-                           "missed_because": why, "after": called(s, impact, deadline)})  # fmt: skip
+            events.append(
+                {
+                    "stream": s.name,
+                    "first": first,
+                    "impact": impact,
+                    "delay": delay,
+                    "missed_because": why,
+                    "after": called(s, impact, deadline),
+                }
+            )
     return {"events": events, "false_alarms": false}
 
 
@@ -223,8 +256,9 @@ def by_fact(outcome: dict, streams: list[Stream], fact: dict[str, str]) -> dict:
     videos, hours, events, events caught in time, false alarms and false alarms per hour."""
     out: dict[str, dict] = {}
     for s in sorted(streams, key=lambda s: fact[s.name]):
-        row = out.setdefault(fact[s.name], dict.fromkeys(
-            ("videos", "hours", "events", "in_time", "false_alarms"), 0))  # fmt: skip
+        row = out.setdefault(
+            fact[s.name], dict.fromkeys(("videos", "hours", "events", "in_time", "false_alarms"), 0)
+        )
         row["videos"] += 1
         row["hours"] += s.length / s.fps / 3600.0
     for e in outcome["events"]:
@@ -292,14 +326,20 @@ def label_at(labels: tuple[tuple[int, int, str], ...], frame: int) -> str:
 def _row(thr, kn, total: int, delays: list[float], by: Counter, hours: float, opts) -> dict:
     in_time, false = sum(d <= opts.max_delay for d in delays), sum(by.values())
     return {
-        "threshold": float(thr), "k": kn[0], "n": kn[1], "events": total,
-        "caught": len(delays), "in_time": in_time, "missed": total - len(delays),
-        "recall": in_time / total if total else 0.0, "false_alarms": false,
+        "threshold": float(thr),
+        "k": kn[0],
+        "n": kn[1],
+        "events": total,
+        "caught": len(delays),
+        "in_time": in_time,
+        "missed": total - len(delays),
+        "recall": in_time / total if total else 0.0,
+        "false_alarms": false,
         "false_per_hour": false / hours if hours else 0.0,
         "delay_median": float(np.median(delays)) if delays else None,
         "delay_p95": float(np.percentile(delays, 95)) if delays else None,
         "false_by_label": dict(by.most_common()),
-    }  # fmt: skip
+    }
 
 
 def with_wait(opts: Options, cls: str, wait: dict | None) -> Options:

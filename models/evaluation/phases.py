@@ -34,14 +34,25 @@ def seen(streams: list[Stream], pose: str) -> dict | None:
     for s in streams:
         c = calls(s, pose)
         if c:
-            rows.append({"stream": s.name, "hyperframes": c.total(), "right": c[pose],
-                         "called": dict(c.most_common())})  # fmt: skip
+            rows.append(
+                {
+                    "stream": s.name,
+                    "hyperframes": c.total(),
+                    "right": c[pose],
+                    "called": dict(c.most_common()),
+                }
+            )
     if not rows:
         return None
     total = sum((Counter(r["called"]) for r in rows), Counter())
     rows.sort(key=lambda r: (r["right"] / r["hyperframes"], r["stream"]))
-    return {"pose": pose, "hyperframes": total.total(), "right": total[pose],
-            "called": dict(total.most_common()), "streams": rows}  # fmt: skip
+    return {
+        "pose": pose,
+        "hyperframes": total.total(),
+        "right": total[pose],
+        "called": dict(total.most_common()),
+        "streams": rows,
+    }
 
 
 def _share(n: int, of: int) -> str:
@@ -58,9 +69,17 @@ def line(cls: str, s: dict) -> str:
     """The printed line: how often the pose is seen as itself, what else it is called (1 % and
     more), and the streams where it is seen least (with what they call it instead)."""
     pose, n = s["pose"], s["hyperframes"]
-    other = ", ".join(f"{c} {_share(k, n)}" for c, k in s["called"].items()
-                      if c != pose and round(100 * k / n) >= 1)  # fmt: skip
-    worst = "; ".join(f"{r['stream']} {_share(r['right'], r['hyperframes'])} of "
-                      f"{r['hyperframes']}{_instead(r, pose)}" for r in s["streams"][:WORST])  # fmt: skip
-    return (f"({cls}: its pose {pose} called {pose} on {_share(s['right'], n)} of {n} labelled "
-            f"hyperframes{f' ({other})' if other else ''}; least on {worst})")  # fmt: skip
+    other = ", ".join(
+        f"{c} {_share(k, n)}"
+        for c, k in s["called"].items()
+        if c != pose and round(100 * k / n) >= 1
+    )
+    worst = "; ".join(
+        f"{r['stream']} {_share(r['right'], r['hyperframes'])} of "
+        f"{r['hyperframes']}{_instead(r, pose)}"
+        for r in s["streams"][:WORST]
+    )
+    return (
+        f"({cls}: its pose {pose} called {pose} on {_share(s['right'], n)} of {n} labelled "
+        f"hyperframes{f' ({other})' if other else ''}; least on {worst})"
+    )

@@ -24,23 +24,44 @@ def plot_sweep(report: dict, opts, path: Path) -> None:
         own = r["operating"]["wait"]  # the model's wait (None: the class waits for nothing)
         for k, n in sorted({(p["k"], p["n"]) for p in r["sweep"]}):
             pts = [p for p in r["sweep"] if (p["k"], p["n"]) == (k, n) and p["wait"] == own]
-            ax.plot([p["false_per_hour"] for p in pts], [p["recall"] for p in pts], "o-",
-                    ms=3, label=f"{k}-of-{n}")  # fmt: skip
+            ax.plot(
+                [p["false_per_hour"] for p in pts],
+                [p["recall"] for p in pts],
+                "o-",
+                ms=3,
+                label=f"{k}-of-{n}",
+            )
         other = [p for p in r["sweep"] if p["wait"] != own]
         if other:
             kn = f"{other[0]['k']}-of-{other[0]['n']}"
-            ax.plot([p["false_per_hour"] for p in other], [p["recall"] for p in other], ".",
-                    color="grey", ms=2, label=f"other waits for the pose, {kn}")  # fmt: skip
+            ax.plot(
+                [p["false_per_hour"] for p in other],
+                [p["recall"] for p in other],
+                ".",
+                color="grey",
+                ms=2,
+                label=f"other waits for the pose, {kn}",
+            )
         for title, marker in (("operating", "s"), ("recommended", "*")):
             p = r[title]
-            ax.plot(p["false_per_hour"], p["recall"], marker, ms=12, mfc="none", mew=2,
-                    label=f"{title}: {p['threshold']:g} at {p['k']}/{p['n']}")  # fmt: skip
+            ax.plot(
+                p["false_per_hour"],
+                p["recall"],
+                marker,
+                ms=12,
+                mfc="none",
+                mew=2,
+                label=f"{title}: {p['threshold']:g} at {p['k']}/{p['n']}",
+            )
         ax.axvline(opts.target, color="grey", ls="--", lw=1)
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlim(left=0)
-        ax.set(xlabel="false alarms per hour", ylim=(0, 1.02),
-               ylabel=f"{cls}: events alerted within {opts.max_delay:g} s",
-               title=f"{report['videos']} streams, {report['hours']:.2f} h")  # fmt: skip
+        ax.set(
+            xlabel="false alarms per hour",
+            ylim=(0, 1.02),
+            ylabel=f"{cls}: events alerted within {opts.max_delay:g} s",
+            title=f"{report['videos']} streams, {report['hours']:.2f} h",
+        )
         ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -68,8 +89,10 @@ def summary(report: dict) -> str:
             )
         for t in report["options"]["then"]:
             if t["cls"] == cls:
-                lines.append(f"({cls}: each alert waits for {t['pose']} >= {t['threshold']:g} "
-                             f"within {t['within']:g} s after it)")  # fmt: skip
+                lines.append(
+                    f"({cls}: each alert waits for {t['pose']} >= {t['threshold']:g} "
+                    f"within {t['within']:g} s after it)"
+                )
                 w = r["recommended"]["wait"]
                 if w != {"threshold": t["threshold"], "within": t["within"]}:
                     lines.append(
@@ -107,8 +130,11 @@ def summary(report: dict) -> str:
                 shown = ", ".join(f"{label} {n}" for label, n in by.items())
                 lines.append(f"({cls}, {title}: false alarms started on {shown})")
             for column, groups in r[title]["by"].items():
-                shown = "; ".join(f"{v} {g['in_time']} of {g['events']} in time, "
-                                  f"{g['false_per_hour']:.2f} false/h" for v, g in groups.items())  # fmt: skip
+                shown = "; ".join(
+                    f"{v} {g['in_time']} of {g['events']} in time, "
+                    f"{g['false_per_hour']:.2f} false/h"
+                    for v, g in groups.items()
+                )
                 lines.append(f"({cls}, {title}, by {column}: {shown})")
     return "\n".join(lines)
 

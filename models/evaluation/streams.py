@@ -75,8 +75,14 @@ def load_streams(
         policy = alert_policy(rt.spec, rt.cfg)
         classes, thresholds, then = rt.spec.classes, dict(policy.thresholds), policy.then
         streams.append(s)
-        log.info("%d/%d %s: %d frames, %d hyperframes", i + 1, len(per_video), rel, s.length,
-                 len(s.anchors))  # fmt: skip
+        log.info(
+            "%d/%d %s: %d frames, %d hyperframes",
+            i + 1,
+            len(per_video),
+            rel,
+            s.length,
+            len(s.anchors),
+        )
     return streams, classes, (thresholds, then)
 
 
@@ -89,8 +95,18 @@ def scored(model: Path, video: Path, name: str, labels, opts: Options) -> tuple[
     probs = np.stack(tap.probs) if tap.probs else np.zeros((0, len(classes)), np.float32)
     cost = rt.latency.total + (rt.two.latency.total if rt.two else 0.0)
     stages = rt.two.counts() if rt.two else ()
-    return Stream(name, rt.cameras[0].source.fps, length, np.array(tap.anchors), probs, events,
-                  tuple(sorted(labels)), cost, stages, classes), rt  # fmt: skip
+    return Stream(
+        name,
+        rt.cameras[0].source.fps,
+        length,
+        np.array(tap.anchors),
+        probs,
+        events,
+        tuple(sorted(labels)),
+        cost,
+        stages,
+        classes,
+    ), rt
 
 
 def read_facts(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, str]]:
@@ -98,8 +114,10 @@ def read_facts(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, str]
     fact about each video (camera, distance, light ...) -> {video: {column: value}} for
     ``columns``."""
     if not path.is_file():
-        raise BadData(f"{path}: not found; --by needs a CSV there with a video column and one "
-                        "column per fact (e.g. video,camera,distance)")  # fmt: skip
+        raise BadData(
+            f"{path}: not found; --by needs a CSV there with a video column and one "
+            "column per fact (e.g. video,camera,distance)"
+        )
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         have = reader.fieldnames or []
@@ -124,6 +142,8 @@ def stream_facts(
     known = read_facts(root / "videos.csv", by)
     lost = sorted(videos - set(known))
     if lost:
-        raise BadData(f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of {of}, "
-                        f"e.g. {lost[0]}; add one per video")  # fmt: skip
+        raise BadData(
+            f"{root / 'videos.csv'}: no row for {len(lost)} video(s) of {of}, "
+            f"e.g. {lost[0]}; add one per video"
+        )
     return known

@@ -180,8 +180,18 @@ def story(seed: int, seconds: float) -> tuple[Scene, list[tuple[Pose, str]]]:
     scene = Scene(r)
     a = Actor(r, r.uniform(0.3, 0.7) * W, int(r.choice([-1, 1])), scene.fig.h)
     falls = r.random() < 0.8  # some streams hold no fall at all
-    moves = ["walk", "walk", "walk", "stand", "wave", "hold", "sit", "crouch", "stumble",
-             "lie_down"] + ["fall"] * (2 if falls else 0)  # fmt: skip
+    moves = [
+        "walk",
+        "walk",
+        "walk",
+        "stand",
+        "wave",
+        "hold",
+        "sit",
+        "crouch",
+        "stumble",
+        "lie_down",
+    ] + ["fall"] * (2 if falls else 0)
     while len(a.out) < seconds * FPS:
         move = moves[r.integers(len(moves))]
         if move == "walk":
@@ -261,9 +271,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("out", type=Path, help="folder to write (made if missing)")
     ap.add_argument("--clips-per-class", type=int, default=60, help="clips of each class")
-    ap.add_argument("--other", type=int, default=0,
-                    help="clips of a seventh class, other: moves that must not alert (getting "
-                    "up, sitting on the floor, crouching, stumbling)")  # fmt: skip
+    ap.add_argument(
+        "--other",
+        type=int,
+        default=0,
+        help="clips of a seventh class, other: moves that must not alert (getting "
+        "up, sitting on the floor, crouching, stumbling)",
+    )
     ap.add_argument("--streams", type=int, default=12, help="long labelled streams")
     ap.add_argument("--stream-minutes", type=float, default=2.0, help="length of each stream")
     ap.add_argument("--seed", type=int, default=0, help="seed of everything drawn")
@@ -281,11 +295,14 @@ def main(argv: list[str] | None = None) -> int:
     for c, (cls, n) in enumerate(zip((*CLASSES, "other"), counts, strict=True)):
         if n or cls != "other":
             (args.out / cls).mkdir(parents=True, exist_ok=True)
-        clips += [(args.out / cls / f"{cls}_{k:04d}.mp4", cls, base + c * 100_000 + k)
-                  for k in range(n)]  # fmt: skip
+        clips += [
+            (args.out / cls / f"{cls}_{k:04d}.mp4", cls, base + c * 100_000 + k) for k in range(n)
+        ]
     (args.out / "streams").mkdir(parents=True, exist_ok=True)
-    stories = [(args.out / "streams" / f"stream_{k:03d}.mp4", base + 900_000 + k,
-                args.stream_minutes * 60) for k in range(args.streams)]  # fmt: skip
+    stories = [
+        (args.out / "streams" / f"stream_{k:03d}.mp4", base + 900_000 + k, args.stream_minutes * 60)
+        for k in range(args.streams)
+    ]
     with ProcessPoolExecutor(args.jobs) as pool:
         list(pool.map(_clip_job, clips, chunksize=4))
         done = list(pool.map(_story_job, stories))
@@ -293,8 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     _csv(
         args.out / "streams" / "segments.csv", ["video", "start_frame", "end_frame", "label"], rows
     )
-    _csv(args.out / "streams" / "videos.csv", ["video", "figure", "figure_px", "others", "scene"],
-         [f for _, f in done])  # fmt: skip
+    _csv(
+        args.out / "streams" / "videos.csv",
+        ["video", "figure", "figure_px", "others", "scene"],
+        [f for _, f in done],
+    )
     falls = sum(r[3] == "fall" for r in rows)
     print(f"wrote {args.out}: {len(clips)} clips, {len(stories)} streams ({falls} falls)")
     return 0

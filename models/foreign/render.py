@@ -11,8 +11,16 @@ import cv2
 import numpy as np
 
 H, W, FPS = 240, 320, 30.0
-PHOTOS = ("motorcycle_left.png", "motorcycle_right.png", "moon.png", "page.png", "retina.jpg",
-          "color.png", "horse.png", "logo.png")  # fmt: skip
+PHOTOS = (
+    "motorcycle_left.png",
+    "motorcycle_right.png",
+    "moon.png",
+    "page.png",
+    "retina.jpg",
+    "color.png",
+    "horse.png",
+    "logo.png",
+)
 
 
 class Pose:
@@ -32,8 +40,9 @@ class Figure:
         self.floor, self.h = floor, height
         self.shirt = tuple(int(v) for v in r.integers(0, 256, 3))
         self.legs = tuple(int(v) for v in r.integers(0, 200, 3))
-        self.skin = tuple(int(v) for v in r.choice([[60, 90, 140], [120, 160, 210], [90, 130, 180],
-                                                    [40, 60, 90]]))  # fmt: skip
+        self.skin = tuple(
+            int(v) for v in r.choice([[60, 90, 140], [120, 160, 210], [90, 130, 180], [40, 60, 90]])
+        )
         self.width = max(2, int(height * r.uniform(0.07, 0.11)))
 
     def draw(self, img: np.ndarray, p: Pose) -> None:
@@ -70,8 +79,14 @@ class Figure:
         cv2.line(img, img_pts["hip"], img_pts["neck"], self.shirt, int(w * 2.2), cv2.LINE_AA)
         for n in ("l", "r"):
             cv2.line(img, img_pts["shoulder" + n], img_pts["elbow" + n], self.shirt, w, cv2.LINE_AA)
-            cv2.line(img, img_pts["elbow" + n], img_pts["hand" + n], self.skin, max(1, w - 1),
-                     cv2.LINE_AA)  # fmt: skip
+            cv2.line(
+                img,
+                img_pts["elbow" + n],
+                img_pts["hand" + n],
+                self.skin,
+                max(1, w - 1),
+                cv2.LINE_AA,
+            )
         cv2.circle(img, img_pts["head"], int(head), self.skin, -1, cv2.LINE_AA)
 
 
@@ -115,11 +130,20 @@ class Scene:
         self.box = None
         if r.random() < 0.25:
             bx, bw = int(r.uniform(0, W - 40)), int(r.uniform(20, 60))
-            self.box = (bx, self.floor - int(r.uniform(0.15, 0.4) * self.fig.h), bx + bw,
-                        self.floor + 3, r.uniform(0, 255, 3).tolist())  # fmt: skip
+            self.box = (
+                bx,
+                self.floor - int(r.uniform(0.15, 0.4) * self.fig.h),
+                bx + bw,
+                self.floor + 3,
+                r.uniform(0, 255, 3).tolist(),
+            )
         # exposure: a level and a slow swing about it (clouds, a lamp warming up)
-        self.light = (r.uniform(0.6, 1.3), r.uniform(0, 0.25), r.uniform(20, 120) * FPS,
-                      r.uniform(0, 2 * math.pi))  # fmt: skip
+        self.light = (
+            r.uniform(0.6, 1.3),
+            r.uniform(0, 0.25),
+            r.uniform(20, 120) * FPS,
+            r.uniform(0, 2 * math.pi),
+        )
         self.noise = r.uniform(1, 7)
 
     def render(self, p: Pose, i: int) -> np.ndarray:
@@ -128,8 +152,9 @@ class Scene:
             self.other_x = (self.other_x + self.other_v) % (W + 40)
             face = 1 if self.other_v > 0 else -1
             swing = 0.45 * math.sin(i * 0.35)
-            self.other.draw(img, Pose(self.other_x - 20, face, swing=swing, arm_l=-swing,
-                                      arm_r=swing))  # fmt: skip
+            self.other.draw(
+                img, Pose(self.other_x - 20, face, swing=swing, arm_l=-swing, arm_r=swing)
+            )
         self.fig.draw(img, p)
         if self.box is not None:
             x0, y0, x1, y1, col = self.box

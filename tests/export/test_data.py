@@ -17,8 +17,13 @@ def test_calibration_leaves_out_the_still_windows_the_trainer_left_out(tmp_path:
     spec = HyperframeSpec(3, 1, (32, 32), ("Fall", "lie_down"))
     counts = {}
     for motion in (0.0, 0.15):
-        config = {"abnormal": ["fall"], "action_motion": motion, "val_fraction": 0,
-                  "test_fraction": 0.5, "cache": str(tmp_path / "cache")}  # fmt: skip
+        config = {
+            "abnormal": ["fall"],
+            "action_motion": motion,
+            "val_fraction": 0,
+            "test_fraction": 0.5,
+            "cache": str(tmp_path / "cache"),
+        }
         calib = load_data(tmp_path / "data", spec, config, subset=1000).calib
         counts[motion] = [int((calib.y == k).sum()) for k in range(2)]
     # one training clip a class: 38 windows, of which the 6 that see the square move

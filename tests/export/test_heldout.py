@@ -248,8 +248,18 @@ def test_the_export_measures_its_files_on_unseen_videos_too(
     ckpt = json.loads((out / "report.json").read_text())["checkpoint"]["path"]
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main([ckpt, "--formats", "onnx", "--out", str(out), "--force",
-                     "--held-out", str(tiny_actions)])  # fmt: skip
+        code = main(
+            [
+                ckpt,
+                "--formats",
+                "onnx",
+                "--out",
+                str(out),
+                "--force",
+                "--held-out",
+                str(tiny_actions),
+            ]
+        )
     assert code == 2 and "which this model was trained on" in err.getvalue()
     assert json.loads((out / "report.json").read_text())["held_out"] == h  # left as it was
 

@@ -52,8 +52,11 @@ def logits(model: Path, isa: str | None) -> np.ndarray:
         env["ONEDNN_MAX_CPU_ISA"] = isa
     r = subprocess.run(
         [sys.executable, "-c", LOGITS, str(model)],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     return np.array(json.loads(r.stdout))
 
@@ -89,7 +92,8 @@ def test_first_layer_only_does_not(tiny_ckpt: Path, tmp_path: Path):
     from export.pipeline import run
 
     out = tmp_path / "first"
-    opts = options([str(tiny_ckpt), "--formats", "openvino-int8", "--out", str(out),
-                    "--repeats", "1"])  # fmt: skip
+    opts = options(
+        [str(tiny_ckpt), "--formats", "openvino-int8", "--out", str(out), "--repeats", "1"]
+    )
     run(replace(opts, quant=replace(opts.quant, overflow_fix="first_layer_only")))
     assert moved(out / "model-int8.xml") >= 0.9

@@ -229,8 +229,13 @@ def test_an_int8_loss_over_a_point_says_what_to_deploy(report: dict, top1, windo
     r["export"]["shipped"] = ["onnx", "openvino-int8"]
     assert any("deploy model.onnx (FP32) instead" in x for x in metrics_table(r)) == advised
     r["export"]["shipped"] = ["openvino-int8"]
-    assert any("deploy an FP32 file (export again with --formats openvino)" in x
-               for x in metrics_table(r)) == advised  # fmt: skip
+    assert (
+        any(
+            "deploy an FP32 file (export again with --formats openvino)" in x
+            for x in metrics_table(r)
+        )
+        == advised
+    )
 
 
 @pytest.mark.parametrize(("held_drop", "advised"), [(0.6, False), (1.4, True)])

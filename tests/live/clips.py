@@ -41,13 +41,39 @@ def write_h264_clip(
         inp = ["-i", str(source)]
         vf = ["-vf", f"scale={w}:{h},fps={fps}"]
     cmd = [
-        FFMPEG, "-hide_banner", "-nostdin", "-loglevel", "error", "-y",
-        *inp, "-t", str(seconds), *vf, "-an",
-        "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency",
-        "-g", str(fps), "-keyint_min", str(fps), "-sc_threshold", "0",
-        "-bf", "0", "-pix_fmt", "yuv420p", "-r", str(fps),
-        "-movflags", "+faststart", str(path),
-    ]  # fmt: skip
+        FFMPEG,
+        "-hide_banner",
+        "-nostdin",
+        "-loglevel",
+        "error",
+        "-y",
+        *inp,
+        "-t",
+        str(seconds),
+        *vf,
+        "-an",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "veryfast",
+        "-tune",
+        "zerolatency",
+        "-g",
+        str(fps),
+        "-keyint_min",
+        str(fps),
+        "-sc_threshold",
+        "0",
+        "-bf",
+        "0",
+        "-pix_fmt",
+        "yuv420p",
+        "-r",
+        str(fps),
+        "-movflags",
+        "+faststart",
+        str(path),
+    ]
     r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
     if r.returncode != 0 or not path.exists():
         raise RuntimeError(
@@ -67,8 +93,17 @@ def existing_clip(clip: str | os.PathLike) -> Path:
 def loop_feed_cmd(clip: Path, *output: str, realtime: bool = True) -> list[str]:
     """ffmpeg copying ``clip`` in an endless loop (at real-time pace) to ``output`` args."""
     return [
-        FFMPEG, "-hide_banner", "-nostdin", "-loglevel", _FF_LOGLEVEL,
+        FFMPEG,
+        "-hide_banner",
+        "-nostdin",
+        "-loglevel",
+        _FF_LOGLEVEL,
         *(["-re"] if realtime else []),
-        "-stream_loop", "-1", "-i", str(clip),
-        "-c", "copy", *output,
-    ]  # fmt: skip
+        "-stream_loop",
+        "-1",
+        "-i",
+        str(clip),
+        "-c",
+        "copy",
+        *output,
+    ]

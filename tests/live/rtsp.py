@@ -162,11 +162,24 @@ class RtspServer(LiveFixture):
             "my $s = shift; do $s; die $@ if $@"
         )
         cmd = [
-            "perl", "-e", wrapper, self.rtp_start_port, script,
-            "-c", self.client_port, "-s", self.source_port,
-            "--client_listen_address", HOST, "--source_listen_address", HOST,
-            "--rtp_start_port", self.rtp_start_port, "-l", _RTSP_LOGLEVEL,
-        ]  # fmt: skip
+            "perl",
+            "-e",
+            wrapper,
+            self.rtp_start_port,
+            script,
+            "-c",
+            self.client_port,
+            "-s",
+            self.source_port,
+            "--client_listen_address",
+            HOST,
+            "--source_listen_address",
+            HOST,
+            "--rtp_start_port",
+            self.rtp_start_port,
+            "-l",
+            _RTSP_LOGLEVEL,
+        ]
         self.server_proc = p = spawn(cmd, self._log)
         ok = wait_until(
             lambda: (
@@ -277,9 +290,12 @@ def _rtp_flows(port: int, url: str, timeout: float) -> bool:
             if _describe(s, url) != 200:
                 return False
             status, head = _rtsp_request(
-                s, "SETUP", url.rstrip("/") + "/streamid=0", 2,
+                s,
+                "SETUP",
+                url.rstrip("/") + "/streamid=0",
+                2,
                 f"Transport: RTP/AVP;unicast;client_port={p}-{p + 1}\r\n",
-            )  # fmt: skip
+            )
             if status != 200:
                 return False
             session = _header(head, "session")

@@ -70,9 +70,12 @@ def test_training_windows_are_the_runtimes_gather_for_a_two_scale_spec(tmp_path:
     """Offsets come from spec.inputs in the trainer as in the runtime: every training window of
     a 2-scale pyramid is, frame for frame, what the runtime's sampler gathers at its anchor."""
     spec = HyperframeSpec(
-        frames=3, stride=1, size=(16, 16), classes=("fall", "other"),
+        frames=3,
+        stride=1,
+        size=(16, 16),
+        classes=("fall", "other"),
         scales=(Scale(3, 1, 0), Scale(3, 4, 1)),
-    )  # fmt: skip
+    )
     _clip(tmp_path / "fall" / "v_fall_g01_c01.avi", 30)
     _clip(tmp_path / "other" / "v_other_g01_c01.avi", 20)
     ds = data.load(tmp_path, val_fraction=0, test_fraction=0)

@@ -18,9 +18,14 @@ from models.evaluation.events import MISSES
 from tests.conftest import run_module
 
 SPEC = HyperframeSpec(
-    frames=1, stride=1, size=(32, 32), classes=("walk", "fall"), alert_classes=(("fall", 0.5),),
-    arch="brightness", provenance=(("data", "none: tests/models/test_evaluate.py"),),
-)  # fmt: skip
+    frames=1,
+    stride=1,
+    size=(32, 32),
+    classes=("walk", "fall"),
+    alert_classes=(("fall", 0.5),),
+    arch="brightness",
+    provenance=(("data", "none: tests/models/test_evaluate.py"),),
+)
 FPS, LENGTH = 25.0, 1000
 # (first, impact) of each labelled fall, and the frames the video is white (scored as a fall)
 FALLS = [(100, 110), (400, 410), (600, 610), (900, 905)]
@@ -39,9 +44,13 @@ def brightness_model(path: Path) -> Path:
         n("Mul", ["fall", "zero"], ["walk"]),
         n("Concat", ["walk", "fall"], ["logits"], axis=1),
     ]
-    consts = {"axes": np.array([1, 2, 3, 4], np.int64), "col": np.array([-1, 1], np.int64),
-              "mid": np.array(127.5, np.float32), "gain": np.array(0.1, np.float32),
-              "zero": np.array(0.0, np.float32)}  # fmt: skip
+    consts = {
+        "axes": np.array([1, 2, 3, 4], np.int64),
+        "col": np.array([-1, 1], np.int64),
+        "mid": np.array(127.5, np.float32),
+        "gain": np.array(0.1, np.float32),
+        "zero": np.array(0.0, np.float32),
+    }
     graph = helper.make_graph(
         nodes,
         "brightness",
@@ -76,8 +85,9 @@ def known(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_counts_delays_and_false_alarms_on_a_known_stream(known, tmp_path: Path):
     model, streams = known
-    r = run_module("models.evaluate", str(model), str(streams), "--cooldown", "1",
-                   "--out", str(tmp_path))  # fmt: skip
+    r = run_module(
+        "models.evaluate", str(model), str(streams), "--cooldown", "1", "--out", str(tmp_path)
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads((tmp_path / "eval.json").read_text())
     p = report["classes"]["fall"]["operating"]
@@ -104,8 +114,12 @@ def test_counts_delays_and_false_alarms_on_a_known_stream(known, tmp_path: Path)
     assert "| fall | operating | 0.5 | 2/3 | 4 | 3 | 2 | 1 |" in r.stdout
     # each fall and each false alarm, to look them up in the video
     told = [(e["first"], e["delay"], e["missed_because"]) for e in p["outcomes"]["events"]]
-    assert told == [(100, 6 / FPS, None), (400, -9 / FPS, None), (600, None, MISSES[0]),
-                    (900, 41 / FPS, MISSES[3])]  # fmt: skip
+    assert told == [
+        (100, 6 / FPS, None),
+        (400, -9 / FPS, None),
+        (600, None, MISSES[0]),
+        (900, 41 / FPS, MISSES[3]),
+    ]
     assert p["outcomes"]["false_alarms"] == [{"stream": "s.avi", "frame": 801, "label": "walk"}]
     assert report["classes"]["fall"]["pose_seen"] is None  # it waits for no pose
     assert "its pose" not in r.stdout
@@ -113,8 +127,19 @@ def test_counts_delays_and_false_alarms_on_a_known_stream(known, tmp_path: Path)
 
 def test_a_later_match_window_turns_a_late_alert_into_a_false_alarm(known, tmp_path: Path):
     model, streams = known
-    r = run_module("models.evaluate", str(model), str(streams), "--cooldown", "1",
-                   "--match", "1.0", "--k-of-n", "1/1", "--out", str(tmp_path))  # fmt: skip
+    r = run_module(
+        "models.evaluate",
+        str(model),
+        str(streams),
+        "--cooldown",
+        "1",
+        "--match",
+        "1.0",
+        "--k-of-n",
+        "1/1",
+        "--out",
+        str(tmp_path),
+    )
     assert r.returncode == 0, r.stderr
     p = json.loads((tmp_path / "eval.json").read_text())["classes"]["fall"]["operating"]
     # 1-of-1: starts on the first white frame: 115, 400, 800, 945 (1.6 s > 1.0 s: false)
@@ -127,12 +152,22 @@ def test_a_rule_to_wait_for_a_pose_reaches_the_replay(known, tmp_path: Path):
     """--then fall=walk: each white burst is followed by dark frames (walk), so the same falls
     are caught, but only once the walk follows: the first, white to 130, at 132 (0.88 s)."""
     model, streams = known
-    r = run_module("models.evaluate", str(model), str(streams), "--cooldown", "1",
-                   "--then", "fall=walk:0.5:1", "--out", str(tmp_path))  # fmt: skip
+    r = run_module(
+        "models.evaluate",
+        str(model),
+        str(streams),
+        "--cooldown",
+        "1",
+        "--then",
+        "fall=walk:0.5:1",
+        "--out",
+        str(tmp_path),
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads((tmp_path / "eval.json").read_text())
-    assert report["options"]["then"] == [{"cls": "fall", "pose": "walk", "threshold": 0.5,
-                                         "within": 1.0}]  # fmt: skip
+    assert report["options"]["then"] == [
+        {"cls": "fall", "pose": "walk", "threshold": 0.5, "within": 1.0}
+    ]
     p = report["classes"]["fall"]["operating"]
     assert (p["caught"], p["in_time"], p["false_alarms"]) == (3, 2, 1)
     assert p["delay_median"] == pytest.approx((132 - 110) / FPS)  # of -0.12, 0.88 and 1.88 s
@@ -174,8 +209,17 @@ def test_two_stage_evaluation_counts_what_the_confirming_model_lets_through(know
     points = {}
     for name, confirm in (("self", model), ("reject", tmp_path / "reject.onnx")):
         out = tmp_path / name
-        r = run_module("models.evaluate", str(model), str(streams), "--cooldown", "1",
-                       "--confirm", str(confirm), "--out", str(out))  # fmt: skip
+        r = run_module(
+            "models.evaluate",
+            str(model),
+            str(streams),
+            "--cooldown",
+            "1",
+            "--confirm",
+            str(confirm),
+            "--out",
+            str(out),
+        )
         assert r.returncode == 0, r.stderr
         report = json.loads((out / "eval.json").read_text())
         p = report["classes"]["fall"]["operating"]
@@ -204,8 +248,19 @@ def two_cameras(known, tmp_path_factory) -> Path:
 
 def test_counts_broken_down_by_a_fact_about_each_video(known, two_cameras, tmp_path: Path):
     model, _ = known
-    r = run_module("models.evaluate", str(model), str(two_cameras), "--cooldown", "1",
-                   "--by", "camera", "--by", "light", "--out", str(tmp_path))  # fmt: skip
+    r = run_module(
+        "models.evaluate",
+        str(model),
+        str(two_cameras),
+        "--cooldown",
+        "1",
+        "--by",
+        "camera",
+        "--by",
+        "light",
+        "--out",
+        str(tmp_path),
+    )
     assert r.returncode == 0, r.stderr
     p = json.loads((tmp_path / "eval.json").read_text())["classes"]["fall"]["operating"]
     hall, yard = p["by"]["camera"]["hall"], p["by"]["camera"]["yard"]
@@ -248,8 +303,9 @@ def test_a_bad_videos_csv_is_one_line_before_any_video_is_scored(
     (root / "videos.csv").unlink()
     (root / "videos.csv").write_text((two_cameras / "videos.csv").read_text())
     edit(root)
-    r = run_module("models.evaluate", str(model), str(root), "--by", "camera",
-                   "--out", str(tmp_path / "out"))  # fmt: skip
+    r = run_module(
+        "models.evaluate", str(model), str(root), "--by", "camera", "--out", str(tmp_path / "out")
+    )
     assert r.returncode == 2 and message in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
@@ -258,18 +314,29 @@ def test_several_folders_are_one_set_with_their_videos_named_by_folder(
     known, two_cameras, tmp_path
 ):
     model, one = known
-    r = run_module("models.evaluate", str(model), str(one), str(two_cameras), "--cooldown", "1",
-                   "--out", str(tmp_path))  # fmt: skip
+    r = run_module(
+        "models.evaluate",
+        str(model),
+        str(one),
+        str(two_cameras),
+        "--cooldown",
+        "1",
+        "--out",
+        str(tmp_path),
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads((tmp_path / "eval.json").read_text())
     p = report["classes"]["fall"]["operating"]
     # the known stream twice (4 falls, 2 in time, 1 false alarm each) and the dark one's fall
     assert (report["videos"], p["events"], p["in_time"], p["false_alarms"]) == (3, 9, 4, 2)
     assert sorted({e["stream"] for e in p["outcomes"]["events"]}) == [
-        f"{one}/s.avi", f"{two_cameras}/s.avi", f"{two_cameras}/t.avi"
-    ]  # fmt: skip
-    again = run_module("models.evaluate", str(model), str(one), str(one) + "/",
-                       "--out", str(tmp_path / "again"))  # fmt: skip
+        f"{one}/s.avi",
+        f"{two_cameras}/s.avi",
+        f"{two_cameras}/t.avi",
+    ]
+    again = run_module(
+        "models.evaluate", str(model), str(one), str(one) + "/", "--out", str(tmp_path / "again")
+    )
     assert again.returncode == 2 and f"streams folder {one} is given twice" in again.stderr
 
 
@@ -278,8 +345,18 @@ def test_a_point_chosen_on_one_folder_is_counted_on_the_others(known, two_camera
     falls), then counted again on the other folder's (the same stream, and a dark one whose fall
     no threshold catches): the same falls in time and false alarms, one fall more."""
     model, one = known
-    r = run_module("models.evaluate", str(model), str(one), str(two_cameras), "--cooldown", "1",
-                   "--choose-on", str(one), "--out", str(tmp_path))  # fmt: skip
+    r = run_module(
+        "models.evaluate",
+        str(model),
+        str(one),
+        str(two_cameras),
+        "--cooldown",
+        "1",
+        "--choose-on",
+        str(one),
+        "--out",
+        str(tmp_path),
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads((tmp_path / "eval.json").read_text())
     assert report["choose_on"] == [str(one)]
@@ -302,8 +379,15 @@ def test_a_point_chosen_on_one_folder_is_counted_on_the_others(known, two_camera
 def test_choose_on_needs_some_of_the_folders_and_not_all(known, tmp_path, which, message):
     model, one = known
     folder = tmp_path / "elsewhere" if which == "other" else one
-    r = run_module("models.evaluate", str(model), str(one), "--choose-on", str(folder),
-                   "--out", str(tmp_path / "out"))  # fmt: skip
+    r = run_module(
+        "models.evaluate",
+        str(model),
+        str(one),
+        "--choose-on",
+        str(folder),
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert r.returncode == 2 and message.format(folder) in r.stderr
     assert not (tmp_path / "out").exists()
 
@@ -312,8 +396,9 @@ def test_a_folder_without_segments_is_one_line_before_any_video_is_scored(known,
     model, one = known
     empty = tmp_path / "empty"
     empty.mkdir()
-    r = run_module("models.evaluate", str(model), str(one), str(empty),
-                   "--out", str(tmp_path / "out"))  # fmt: skip
+    r = run_module(
+        "models.evaluate", str(model), str(one), str(empty), "--out", str(tmp_path / "out")
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert r.stderr.strip() == (
         f"models.evaluate: error: {empty}/segments.csv: not found; a folder of labelled videos "

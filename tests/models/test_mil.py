@@ -47,8 +47,13 @@ def test_choose_draws_a_whole_fall_clip_only_where_it_moves(tmp_path: Path):
     moving_square(tmp_path / "fall" / "fall_a.avi", 40)
     moving_square(tmp_path / "other" / "other_a.avi", 40)
     ds = data.load(tmp_path, val_fraction=0, test_fraction=0)
-    w = Windows(ds.train, FrameCache(tmp_path / "cache", (32, 32)), (Scale(3, 1),), "video",
-                frozenset({FALL}))  # fmt: skip
+    w = Windows(
+        ds.train,
+        FrameCache(tmp_path / "cache", (32, 32)),
+        (Scale(3, 1),),
+        "video",
+        frozenset({FALL}),
+    )
     ts = TrainSet(w, 64, AugConfig(mode="none"), None, seed=0)
     fall, other = w.video.index(FALL), w.video.index(OTHER)
     assert w.whole[fall] and not w.whole[other]
@@ -68,8 +73,20 @@ def test_training_chooses_from_the_third_epoch_on(tiny_actions: Path, tmp_path: 
     """The trainer end to end with a DataLoader worker (started afresh each epoch, so it sees
     the choice): epochs 3 and 4 train on the chosen windows, and metrics.json counts them. With
     --backwards beside it, the chosen windows are also drawn backwards (models.backwards)."""
-    r = train("--data", str(tiny_actions), "--name", "top", "--epochs", "4", "--workers", "1",
-              "--action-top", "0.5", "--backwards", tmp=tmp_path)  # fmt: skip
+    r = train(
+        "--data",
+        str(tiny_actions),
+        "--name",
+        "top",
+        "--epochs",
+        "4",
+        "--workers",
+        "1",
+        "--action-top",
+        "0.5",
+        "--backwards",
+        tmp=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert "drawn backwards, taught as not their class (--backwards): fall" in r.stderr
     said = [line for line in r.stderr.splitlines() if "action windows chosen" in line]

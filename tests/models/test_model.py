@@ -176,10 +176,18 @@ def test_a_three_frame_model_starts_one_of_other_frames_and_input(tmp_path, fram
     torch.nn.init.normal_(three.stem().weight)
     spec = HyperframeSpec(frames=3, stride=1, size=(64, 64), classes=("a", "b", "c", "d"))
     config = json.dumps({"input_mode": theirs})
-    torch.save({"model": three.state_dict(), "spec": spec.to_json(), "config": config},
-               tmp_path / "best.pt")  # fmt: skip
-    net = build("mobilenetv3_small_100", frames, 4, pretrained=str(tmp_path / "best.pt"),
-                input_mode=mine, classes=spec.classes).eval()  # fmt: skip
+    torch.save(
+        {"model": three.state_dict(), "spec": spec.to_json(), "config": config},
+        tmp_path / "best.pt",
+    )
+    net = build(
+        "mobilenetv3_small_100",
+        frames,
+        4,
+        pretrained=str(tmp_path / "best.pt"),
+        input_mode=mine,
+        classes=spec.classes,
+    ).eval()
     clip = torch.randint(0, 256, (2, frames + 2, 64, 64, 3), dtype=torch.uint8)
     c = frames // 2 + 1  # the centre frame of both windows
     with torch.no_grad():
@@ -233,8 +241,9 @@ def test_the_shipped_fall_model_starts_a_users_classes(frames: int):
     spec = json.loads(ckpt["spec"])
     assert spec["frames"] == 3 and "fall" in spec["classes"]
     mine = ("wave", "Fall", "sit")
-    net = build("mobilenetv3_small_100", frames, 3, pretrained=str(path), input_mode="diff",
-                classes=mine)  # fmt: skip
+    net = build(
+        "mobilenetv3_small_100", frames, 3, pretrained=str(path), input_mode="diff", classes=mine
+    )
     stem = ckpt["model"]["backbone.conv_stem.weight"]
     torch.testing.assert_close(net.stem().weight[:, :3], stem[:, :3])
     fall = ckpt["model"]["backbone.classifier.weight"][spec["classes"].index("fall")]

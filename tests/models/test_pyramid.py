@@ -15,8 +15,10 @@ from models.pyramid import PyramidNet
 def _x(n: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     torch.manual_seed(1)
     shape = (n, 3, 64, 64, 3)
-    return (torch.randint(0, 256, shape, dtype=torch.uint8),
-            torch.randint(0, 256, shape, dtype=torch.uint8))  # fmt: skip
+    return (
+        torch.randint(0, 256, shape, dtype=torch.uint8),
+        torch.randint(0, 256, shape, dtype=torch.uint8),
+    )
 
 
 def test_the_head_sees_each_scale_through_the_one_backbone():

@@ -47,8 +47,9 @@ def test_photos_load_without_scikit_image_fetchers() -> None:
     """Read from the package folder: no skimage module imported, so nothing can download."""
     code = "import sys; from models import backgrounds as b; b.load('train'); b.load('held-out'); "
     code += "print(sorted(m for m in sys.modules if m.startswith('skimage')))"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                       timeout=60)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
 
@@ -183,8 +184,20 @@ def test_stream_story_segments_match_the_videos(tmp_path: Path) -> None:
 
 
 def test_cli_writes_a_real_dataset_by_default(tmp_path: Path) -> None:
-    r = run_module("models.synthdata", str(tmp_path / "d"), "--clips-per-class", "2", "--size",
-                   "48x64", "--streams", "1", "--stream-minutes", "0.1", "--stream-codec", "mjpeg")  # fmt: skip
+    r = run_module(
+        "models.synthdata",
+        str(tmp_path / "d"),
+        "--clips-per-class",
+        "2",
+        "--size",
+        "48x64",
+        "--streams",
+        "1",
+        "--stream-minutes",
+        "0.1",
+        "--stream-codec",
+        "mjpeg",
+    )
     assert r.returncode == 0, r.stderr
     assert "frames/s" in r.stdout
     assert (tmp_path / "d" / "classInd.txt").read_text().split()[-1] == "other"
@@ -217,20 +230,36 @@ def test_cli_help_explains_every_flag() -> None:
     r = run_module("models.synthdata", "--help")
     assert r.returncode == 0
     text = " ".join(r.stdout.split())
-    for phrase in ("output folder", "hard negatives", "are test clips", "labelled streams", "minutes",
-                   "bit rate", "HxW", "frame rate", "seed of everything", "worker"):  # fmt: skip
+    for phrase in (
+        "output folder",
+        "hard negatives",
+        "are test clips",
+        "labelled streams",
+        "minutes",
+        "bit rate",
+        "HxW",
+        "frame rate",
+        "seed of everything",
+        "worker",
+    ):
         assert phrase in text, phrase
 
 
 def test_a_mixed_speed_dataset_pairs_staying_down_with_getting_up(tmp_path: Path) -> None:
     """--mixed-speed: fall becomes fall_stay / fall_recover, annotated from the fall on (lying
     after it is part of them: no lying class)."""
-    r = run_module("models.synthdata", str(tmp_path / "d"), "--clips-per-class", "2", "--size",
-                   "48x64", "--mixed-speed")  # fmt: skip
+    r = run_module(
+        "models.synthdata",
+        str(tmp_path / "d"),
+        "--clips-per-class",
+        "2",
+        "--size",
+        "48x64",
+        "--mixed-speed",
+    )
     assert r.returncode == 0, r.stderr
     ds = data.load(tmp_path / "d", val_fraction=0.5, test_fraction=0)
-    assert ds.classes == (*synth.REAL_CLASSES[:4], "fall_stay", "fall_recover", "lie_down",
-                          "other")  # fmt: skip
+    assert ds.classes == (*synth.REAL_CLASSES[:4], "fall_stay", "fall_recover", "lie_down", "other")
     for v in ds.train + ds.val + ds.test:
         name = ds.classes[v.video_class]
         if name in synth.MIXED_SPEED:
@@ -250,8 +279,9 @@ def test_training_streams_use_training_photos_and_the_action_classes(tmp_path: P
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(synthdata, "_scene", spy)
-        synthdata.write_streams(tmp_path, 2, SIZE, seed=0, preset="real", minutes=0.4,
-                                codec="mjpeg", training=True)  # fmt: skip
+        synthdata.write_streams(
+            tmp_path, 2, SIZE, seed=0, preset="real", minutes=0.4, codec="mjpeg", training=True
+        )
     assert {pool for pool, _ in used} == {"train"}
     evaluation = {0 * 100_000 + synthdata.STREAM_SEED + k for k in range(40)}
     assert not {seed for _, seed in used} & evaluation

@@ -9,8 +9,9 @@ SIZE = (48, 64)
 
 
 def test_walk_direction_follows_the_figure() -> None:
-    left, right = (synth.make_scene(n, seed=2, size=SIZE, preset="real")
-                   for n in ("walk_left", "walk_right"))  # fmt: skip
+    left, right = (
+        synth.make_scene(n, seed=2, size=SIZE, preset="real") for n in ("walk_left", "walk_right")
+    )
     assert synthlabels.walk_direction(left, 0, left.length - 1) == "walk_left"
     assert synthlabels.walk_direction(right, 0, right.length - 1) == "walk_right"
     hold = synth.make_scene("hold", seed=2, size=SIZE, preset="real")

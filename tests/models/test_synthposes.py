@@ -69,8 +69,11 @@ def test_postures_written_as_an_action_datasets_labels(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert n == len(rows) == 4
     assert sorted((r["video"].split("/")[0], r["label"]) for r in rows) == [
-        ("lying", "lying"), ("lying", "lying"), ("sitting", "other"), ("stand", "other")
-    ]  # fmt: skip
+        ("lying", "lying"),
+        ("lying", "lying"),
+        ("sitting", "other"),
+        ("stand", "other"),
+    ]
     assert (tmp_path / "a" / "classes.txt").read_text().split() == ["lying", "other"]
     assert not (tmp_path / "a" / "walk").exists()
     synthposes.write_postures(tmp_path / "full", 1, seed=0, workers=1)
@@ -79,8 +82,9 @@ def test_postures_written_as_an_action_datasets_labels(tmp_path: Path) -> None:
 
 
 def test_cli_as_writes_the_named_postures_and_rejects_unknown_ones(tmp_path: Path) -> None:
-    r = run_module("models.synthposes", str(tmp_path / "p"), "--as", "lying=lying:2,arm=hold:1",
-                   "--jobs", "1")  # fmt: skip
+    r = run_module(
+        "models.synthposes", str(tmp_path / "p"), "--as", "lying=lying:2,arm=hold:1", "--jobs", "1"
+    )
     assert r.returncode == 0, r.stderr
     assert "3 clips of 2 postures" in r.stdout
     for bad in ("lyin=lying:2", "lying=lying", "lying=:2", "lying=lying:0", "lying=a:1,lying=b:1"):
@@ -92,8 +96,16 @@ def test_cli_as_writes_the_named_postures_and_rejects_unknown_ones(tmp_path: Pat
 def test_frames_writes_longer_clips_of_the_same_posture(tmp_path: Path) -> None:
     """``--frames 13``: each clip 13 frames (a 7x2 hyperframe reads 13) labelled whole, loaded
     as a dataset; bad counts refused, nothing written."""
-    r = run_module("models.synthposes", str(tmp_path / "p"), "--as", "lying=lying:2,crouch=other:2",
-                   "--frames", "13", "--jobs", "1")  # fmt: skip
+    r = run_module(
+        "models.synthposes",
+        str(tmp_path / "p"),
+        "--as",
+        "lying=lying:2,crouch=other:2",
+        "--frames",
+        "13",
+        "--jobs",
+        "1",
+    )
     assert r.returncode == 0, r.stderr
     with open(tmp_path / "p" / "segments.csv", newline="") as f:
         rows = list(csv.DictReader(f))

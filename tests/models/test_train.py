@@ -64,8 +64,12 @@ def test_one_epoch_writes_checkpoint_metrics_and_plots(one_epoch: Path):
     assert len(row["confusion"]) == 6 and sum(map(sum, row["confusion"])) == 3
     assert sum(map(sum, m["test"]["confusion"])) == 12 and m["test_top1"] == m["test"]["top1"]
     assert m["videos"] == {"train": 9, "val": 3, "test": 12}
-    assert m["stopped"] == {"reason": "epochs: all 1 run", "epochs_run": 1, "best_epoch": 1,
-                            "chosen_on": "val top-1 and alert AUC"}  # fmt: skip
+    assert m["stopped"] == {
+        "reason": "epochs: all 1 run",
+        "epochs_run": 1,
+        "best_epoch": 1,
+        "chosen_on": "val top-1 and alert AUC",
+    }
     best, last = (torch.load(run / f, weights_only=True)["model"] for f in ("best.pt", "last.pt"))
     assert all(torch.equal(best[k], last[k]) for k in best)  # one epoch: it is the kept one
     # its fall clips are labelled whole: the epoch's score is the mean with their AUC
@@ -112,8 +116,9 @@ def test_the_trainer_lays_conv_weights_out_channels_last_and_computes_the_same()
     """Only the memory layout differs: the same weights in a default-layout network (what
     export builds) give the same logits."""
     cfg = parse(["--data", "x", "--recipe", "realtime-cpu", "--size", "64"])
-    run = SimpleNamespace(ds=SimpleNamespace(classes=("a", "b", "c")), spec=SimpleNamespace(
-        inputs=(cfg.hw,)))  # fmt: skip
+    run = SimpleNamespace(
+        ds=SimpleNamespace(classes=("a", "b", "c")), spec=SimpleNamespace(inputs=(cfg.hw,))
+    )
     net = network(cfg, run, None).eval()
     w = net.stem().weight
     assert w.is_contiguous(memory_format=torch.channels_last) and not w.is_contiguous()
@@ -271,6 +276,8 @@ def test_a_dataset_with_videos_of_one_class_is_refused_naming_the_empty_folders(
     r = train("--data", str(data), "--name", "one", tmp=tmp_path)
     last = r.stderr.strip().splitlines()[-1]
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert last.endswith("expected videos of at least 2 classes, found 1 (wave); these folders "
-                         "hold no videos: fall, walk_left")  # fmt: skip
+    assert last.endswith(
+        "expected videos of at least 2 classes, found 1 (wave); these folders "
+        "hold no videos: fall, walk_left"
+    )
     assert not (tmp_path / "runs" / "one").exists()

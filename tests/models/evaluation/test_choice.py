@@ -33,8 +33,9 @@ def windows(videos: dict[int, tuple[int, list[float]]]) -> tuple[np.ndarray, ...
 def test_a_fall_clip_is_scored_by_its_best_window_not_its_average():
     """The fall clip's windows average 0.3 (its walk and lying), under the hold clip's steady
     0.4, but its best window (the fall) is above every window of the others."""
-    seen = windows({7: (FALL, [0.05, 0.05, 0.95, 0.15]), 8: (WALK, [0.2, 0.3]),
-                    9: (HOLD, [0.4, 0.4])})  # fmt: skip
+    seen = windows(
+        {7: (FALL, [0.05, 0.05, 0.95, 0.15]), 8: (WALK, [0.2, 0.3]), 9: (HOLD, [0.4, 0.4])}
+    )
     assert alert_auc(*seen, (FALL,)) == 1.0
     blind = windows({7: (FALL, [0.05, 0.3, 0.2]), 8: (WALK, [0.2, 0.3]), 9: (HOLD, [0.4, 0.4])})
     # the fall's best window is tied with the walk's (half) and under the hold's

@@ -20,11 +20,18 @@ T, F = True, False
 
 
 def test_counts_at_the_threshold_and_the_quiet_point():
-    clips = [("fall", [T, T, T, F]), ("fall", [T, T, F, F]), ("lie_down", [T, T, F, F]),
-             ("wave", [F, F, F, F])]  # fmt: skip
+    clips = [
+        ("fall", [T, T, T, F]),
+        ("fall", [T, T, F, F]),
+        ("lie_down", [T, T, F, F]),
+        ("wave", [F, F, F, F]),
+    ]
     r = summarise("fall", GRID, 0.8, (2, 3), clips, backwards=[[T, F, F, F], [F, F, F, F]])
-    assert r["clips"] == {"fall": {"alert": 2, "of": 2}, "lie_down": {"alert": 1, "of": 1},
-                          "wave": {"alert": 0, "of": 1}}  # fmt: skip
+    assert r["clips"] == {
+        "fall": {"alert": 2, "of": 2},
+        "lie_down": {"alert": 1, "of": 1},
+        "wave": {"alert": 0, "of": 1},
+    }
     assert r["backwards"] == {"alert": 0, "of": 2}
     # the lie-down alerts up to 0.8, the reversed fall up to 0.5: 0.9 is quiet, one fall there
     assert r["quiet"] == {"threshold": 0.9, "alert": 1, "of": 2}
@@ -92,8 +99,11 @@ def test_clips_too_short_for_a_hyperframe_are_left_out_and_counted(tmp_path: Pat
     is left out, forward and backwards, and the others are counted."""
     spec = load_backend(DEMO_MODEL).spec
     fall, other = spec.classes.index("fall"), spec.classes.index("other")
-    videos = (Video(_clip(tmp_path / "a.avi", 20), fall), Video(_clip(tmp_path / "b.avi", 2), fall),
-              Video(_clip(tmp_path / "c.avi", 20), other))  # fmt: skip
+    videos = (
+        Video(_clip(tmp_path / "a.avi", 20), fall),
+        Video(_clip(tmp_path / "b.avi", 2), fall),
+        Video(_clip(tmp_path / "c.avi", 20), other),
+    )
     r = check(DEMO_MODEL, spec, videos, spec.classes)["fall"]
     assert r["left_out"] == 1
     assert {k: v["of"] for k, v in r["clips"].items()} == {"fall": 1, "other": 1}

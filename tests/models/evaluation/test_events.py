@@ -41,8 +41,13 @@ def test_recommend_the_most_recall_within_the_false_alarm_target():
 def test_a_false_alarm_is_named_by_the_segment_it_started_in():
     labels = ((0, 9, "walk"), (10, 19, "lie_down"), (25, 30, "sit_down"))
     assert [label_at(labels, f) for f in (0, 9, 10, 19, 22, 30)] == [
-        "walk", "walk", "lie_down", "lie_down", "unlabelled", "sit_down",
-    ]  # fmt: skip
+        "walk",
+        "walk",
+        "lie_down",
+        "lie_down",
+        "unlabelled",
+        "sit_down",
+    ]
 
 
 def test_each_missed_fall_is_told_why():
@@ -75,10 +80,23 @@ def test_a_fall_that_waits_for_lying_counts_only_the_falls_followed_by_it():
     lying[560:700] = 1.0  # 2 s late
     fall[1000:1011] = 1.0  # nothing after it
     probs = np.stack([1 - fall - lying, fall, lying], 1)
-    labels = ((0, 99, "walk"), (100, 110, "fall"), (111, 199, "lying"), (1000, 1010, "stumble"),
-              (1011, 1499, "stand"))  # fmt: skip
-    s = Stream("s", 25.0, 1500, np.arange(1500), probs, {"fall": [(100, 110), (500, 510)]},
-               labels, classes=("walk", "fall", "lying"))  # fmt: skip
+    labels = (
+        (0, 99, "walk"),
+        (100, 110, "fall"),
+        (111, 199, "lying"),
+        (1000, 1010, "stumble"),
+        (1011, 1499, "stand"),
+    )
+    s = Stream(
+        "s",
+        25.0,
+        1500,
+        np.arange(1500),
+        probs,
+        {"fall": [(100, 110), (500, 510)]},
+        labels,
+        classes=("walk", "fall", "lying"),
+    )
     wait = Options(cooldown=0.0, then=(Then("fall", "lying", 0.5, 1.0),))
     got = point([s], 1, "fall", 0.5, (2, 3), wait)
     assert (got["caught"], got["in_time"], got["false_alarms"]) == (1, 1, 0)
@@ -108,8 +126,16 @@ def test_a_miss_for_want_of_the_pose_is_told_so_whatever_the_wait_less_replay_di
     fall[300:311] = 1.0
     lying[400:600] = 1.0  # 3.5 s after the impact
     probs = np.stack([1 - fall - lying, fall, lying], 1)
-    s = Stream("s", 25.0, 1000, np.arange(1000), probs, {"fall": [(300, 310)]},
-               ((100, 110, "stumble"),), classes=("walk", "fall", "lying"))  # fmt: skip
+    s = Stream(
+        "s",
+        25.0,
+        1000,
+        np.arange(1000),
+        probs,
+        {"fall": [(300, 310)]},
+        ((100, 110, "stumble"),),
+        classes=("walk", "fall", "lying"),
+    )
     wait = Options(cooldown=10.0, then=(Then("fall", "lying", 0.5, 1.0),))
     why = misses(outcomes([s], 1, "fall", 0.5, (2, 3), wait))
     assert why == dict(zip(MISSES, (0, 0, 0, 0, 1), strict=True))
@@ -127,8 +153,16 @@ def test_the_recommended_point_may_wait_longer_for_the_pose_than_the_model_does(
     lying[1032:1100] = 1.0
     probs = np.stack([1 - fall - lying, fall, lying], 1)
     labels = ((100, 110, "fall"), (1000, 1010, "stumble"))
-    s = Stream("s", 25.0, 1500, np.arange(1500), probs, {"fall": [(100, 110)]}, labels,
-               classes=("walk", "fall", "lying"))  # fmt: skip
+    s = Stream(
+        "s",
+        25.0,
+        1500,
+        np.arange(1500),
+        probs,
+        {"fall": [(100, 110)]},
+        labels,
+        classes=("walk", "fall", "lying"),
+    )
     own = Options(cooldown=0.0, then=(Then("fall", "lying", 0.5, 0.4),))
     assert point([s], 1, "fall", 0.5, (2, 3), own)["in_time"] == 0
     waits = other_waits([s], 1, "fall", GRID, own)

@@ -15,26 +15,32 @@ def _stream(name: str, calls: list[int], labels) -> Stream:
     """One hyperframe per frame, its top class ``calls[i]`` (a score of 0.8 against 0.1)."""
     probs = np.full((len(calls), 3), 0.1, np.float32)
     probs[np.arange(len(calls)), calls] = 0.8
-    return Stream(name, 25.0, len(calls), np.arange(len(calls)), probs, {}, labels,
-                  classes=CLASSES)  # fmt: skip
+    return Stream(name, 25.0, len(calls), np.arange(len(calls)), probs, {}, labels, classes=CLASSES)
 
 
 def test_a_pose_is_counted_by_what_each_stream_calls_it_least_seen_first() -> None:
     near = _stream("near", [2] * 10 + [1] * 20, ((0, 9, "stand"), (10, 29, "lying")))
     # the far camera: of its 20 lying frames, 5 called lying, 12 an arm held out, 3 other
-    far = _stream("far", [0] * 10 + [1] * 5 + [0] * 12 + [2] * 3,
-                  ((0, 9, "stand"), (10, 29, "lying")))  # fmt: skip
+    far = _stream(
+        "far", [0] * 10 + [1] * 5 + [0] * 12 + [2] * 3, ((0, 9, "stand"), (10, 29, "lying"))
+    )
     many = _stream("many", [1] * 197 + [2] * 2 + [0], ((0, 199, "lying"),))  # 1 % and 0.5 %
     s = phases.seen([near, far], "lying")
     assert s == {
-        "pose": "lying", "hyperframes": 40, "right": 25,
+        "pose": "lying",
+        "hyperframes": 40,
+        "right": 25,
         "called": {"lying": 25, "hold": 12, "other": 3},
         "streams": [
-            {"stream": "far", "hyperframes": 20, "right": 5,
-             "called": {"hold": 12, "lying": 5, "other": 3}},
+            {
+                "stream": "far",
+                "hyperframes": 20,
+                "right": 5,
+                "called": {"hold": 12, "lying": 5, "other": 3},
+            },
             {"stream": "near", "hyperframes": 20, "right": 20, "called": {"lying": 20}},
         ],
-    }  # fmt: skip
+    }
     assert phases.line("fall", phases.seen([many], "lying")) == (
         "(fall: its pose lying called lying on 98 % of 200 labelled hyperframes (other 1 %); "
         "least on many 98 % of 200)"

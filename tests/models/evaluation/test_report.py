@@ -8,8 +8,14 @@ from models.evaluation.report import none_in_time, pose_called
 
 
 def point(threshold: float, in_time: int, false_per_hour: float, k: int = 2) -> dict:
-    return {"threshold": threshold, "k": k, "n": 3, "events": 10, "in_time": in_time,
-            "false_per_hour": false_per_hour}  # fmt: skip
+    return {
+        "threshold": threshold,
+        "k": k,
+        "n": 3,
+        "events": 10,
+        "in_time": in_time,
+        "false_per_hour": false_per_hour,
+    }
 
 
 def test_a_quiet_point_that_catches_nothing_is_called_so_with_what_catching_costs():
@@ -29,11 +35,22 @@ def test_a_quiet_point_that_catches_nothing_is_called_so_with_what_catching_cost
 
 def test_falls_missed_for_want_of_the_pose_are_counted_by_what_the_model_called_them():
     def event(why: str | None, after: str | None) -> dict:
-        return {"stream": "s", "first": 0, "impact": 10, "delay": None, "missed_because": why,
-                "after": after}  # fmt: skip
+        return {
+            "stream": "s",
+            "first": 0,
+            "impact": 10,
+            "delay": None,
+            "missed_because": why,
+            "after": after,
+        }
 
-    events = [event(MISSES[4], "hold"), event(MISSES[4], "other"), event(MISSES[4], "hold"),
-              event(None, "lying"), event(MISSES[0], "walk")]  # fmt: skip
+    events = [
+        event(MISSES[4], "hold"),
+        event(MISSES[4], "other"),
+        event(MISSES[4], "hold"),
+        event(None, "lying"),
+        event(MISSES[0], "walk"),
+    ]
     assert pose_called("fall", "operating", {"outcomes": {"events": events}}) == [
         "(fall, operating: the pose not in time, called after the impact: hold 2, other 1)"
     ]

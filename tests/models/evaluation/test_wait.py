@@ -34,8 +34,11 @@ SPEC = replace(MOTION_SPEC, classes=CLASSES, alert_then=(Then("fall", "lying"),)
 
 def test_segments_are_the_runs_of_each_label():
     assert segments((0, 0, -1, 1, 1, 2, 2, 2, 0), CLASSES) == (
-        (0, 1, "normal"), (3, 4, "fall"), (5, 7, "lying"), (8, 8, "normal")
-    )  # fmt: skip
+        (0, 1, "normal"),
+        (3, 4, "fall"),
+        (5, 7, "lying"),
+        (8, 8, "normal"),
+    )
 
 
 def test_four_tenths_of_the_median_lying_peak_down_to_the_grid():
@@ -85,8 +88,10 @@ def test_the_lying_peak_is_read_from_the_impact_to_one_second_after():
     cut = _stream(0.7)
     cut.anchors, cut.probs = cut.anchors[:61], cut.probs[:61]  # ends at the impact: nothing to read
     assert lying_peaks([_stream(0.3), _stream(0.6), late, cut], rule) == [
-        pytest.approx(0.3), pytest.approx(0.6), 0.0
-    ]  # fmt: skip
+        pytest.approx(0.3),
+        pytest.approx(0.6),
+        0.0,
+    ]
 
 
 def test_lying_that_comes_late_is_a_false_alert_only_for_the_longer_waits():
