@@ -12,6 +12,7 @@ import openvino as ov
 import pytest
 import torch
 
+import edge_hf
 from edge_hf import synth
 from edge_hf.backends import load_backend
 from edge_hf.sampler import resize_into
@@ -168,6 +169,8 @@ def test_report_and_card_hold_the_measurements(exported: Path, report: dict):
     }
     card = (exported / "MODEL_CARD.md").read_text()
     assert report["command"].startswith("python -m export ") and report["command"] in card
+    version = report["environment"]["packages"]["edge-hf"]  # the runtime it was exported with
+    assert version == edge_hf.__version__ and f"edge-hf {version}," in card
     for label in ("PyTorch (trained)", "ONNX FP32", "OpenVINO FP32", "OpenVINO INT8"):
         assert label in card
     assert "fall ≥ 0.9" in card and json.dumps(report)  # serialisable
