@@ -78,23 +78,22 @@ def tuned_export(tiny_ckpt: Path, unseen: Path, unseen_too: Path, tmp_path_facto
     return out, (root / "stdout.txt").read_text()
 
 
-@pytest.fixture(scope="session")
-def unseen_too(tmp_path_factory) -> Path:
-    """A second dataset of the same classes with a third seed (--held-out beside --tune)."""
+def _unseen(tmp_path_factory, name: str, seed: int) -> Path:
+    """The tiny export's six classes drawn with another seed: videos it never saw."""
     from models.synthdata import write_action_dataset
 
-    with built_once(tmp_path_factory, "unseen-too") as (root, todo):
+    with built_once(tmp_path_factory, name) as (root, todo):
         if todo:
-            write_action_dataset(root, 2, (72, 96), seed=10)
+            write_action_dataset(root, 2, (72, 96), seed=seed)
     return root
 
 
 @pytest.fixture(scope="session")
 def unseen(tmp_path_factory) -> Path:
-    """The tiny export's six classes, drawn with another seed: videos it never saw."""
-    from models.synthdata import write_action_dataset
+    return _unseen(tmp_path_factory, "unseen", 9)
 
-    with built_once(tmp_path_factory, "unseen") as (root, todo):
-        if todo:
-            write_action_dataset(root, 2, (72, 96), seed=9)
-    return root
+
+@pytest.fixture(scope="session")
+def unseen_too(tmp_path_factory) -> Path:
+    """A second such dataset, of a third seed (--held-out beside --tune)."""
+    return _unseen(tmp_path_factory, "unseen-too", 10)
