@@ -14,7 +14,8 @@ The frame is written as ``<camera>-<label>-<UTC time>-<id>.jpg`` under ``--snaps
 (default ``<state dir>/snapshots``), and a small JPEG (height at most ``SMALL_HEIGHT``) goes to
 the sinks with the event: MQTT publishes it retained on ``<prefix>/<camera>/<label>/snapshot``
 before the event, HTTP serves the file at ``/snapshots/<file>``. The directory is bounded by
-count and bytes; the oldest files go first.
+count and bytes; the oldest files go first. Only files named as the store names them (``OWN``)
+are counted, served or deleted: the directory may be one a person also keeps photos in.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from edge_hf.errors import SinkError
 log = logging.getLogger("edge_hf.snapshots")
 SMALL_HEIGHT = 270
 QUALITY = 90
-NAME = re.compile(r"[A-Za-z0-9_.-]+\.jpg")  # what /snapshots/<file> serves (fullmatch)
+# the names save() writes, <camera>-<label>-<UTC time>-<id>.jpg: the only files the store
+# counts, serves (/snapshots/<file>) or deletes (fullmatch)
+OWN = re.compile(r"[A-Za-z0-9_-]+-[0-9]{8}T[0-9]{6}-[A-Za-z0-9_-]{1,8}\.jpg")
 _SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -58,7 +61,7 @@ class SnapshotStore:
         self.dir = Path(opts.directory)
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            files = sorted((p.stat().st_mtime, p.name, p.stat().st_size) for p in self._jpegs())
+            files, foreign = self._scan()
         except OSError as e:
             raise SinkError(
                 f"--snapshot-dir {self.dir}: cannot use it ({e.strerror}); make it writable "
@@ -67,15 +70,30 @@ class SnapshotStore:
         self._files: deque[tuple[str, int]] = deque((name, size) for _, name, size in files)
         self.bytes = sum(size for _, size in self._files)
         self.failures = 0
+        if foreign:
+            log.info(
+                "snapshots: %d file(s) in %s that edge-hf did not write (e.g. %s) are left alone",
+                len(foreign),
+                self.dir,
+                min(foreign),
+            )
         self._trim()
 
-    def _jpegs(self):
-        return (p for p in self.dir.iterdir() if p.is_file() and NAME.fullmatch(p.name))
+    def _scan(self) -> tuple[list[tuple[float, str, int]], list[str]]:
+        """Our snapshots, oldest first, as (mtime, name, size); the names of everything else."""
+        ours, foreign = [], []
+        for p in self.dir.iterdir():
+            if OWN.fullmatch(p.name) and p.is_file():
+                st = p.stat()
+                ours.append((st.st_mtime, p.name, st.st_size))
+            else:
+                foreign.append(p.name)
+        return sorted(ours), foreign
 
     def save(self, camera: str, label: str, event_id: str, t: float, image: np.ndarray) -> Snapshot:
         """Write one snapshot; raises OSError when the disk refuses it."""
         stamp = datetime.fromtimestamp(t, timezone.utc).strftime("%Y%m%dT%H%M%S")
-        name = f"{_slug(camera)}-{_slug(label)}-{stamp}-{event_id[:8]}.jpg"
+        name = f"{_slug(camera)}-{_slug(label)}-{stamp}-{_slug(event_id[:8])}.jpg"
         full = _jpeg(image)
         tmp = self.dir / f".{name}.tmp"
         tmp.write_bytes(full)
@@ -87,7 +105,7 @@ class SnapshotStore:
 
     def path(self, name: str) -> Path | None:
         """The file behind ``/snapshots/<name>``, or None (a name that is not one of ours)."""
-        if not NAME.fullmatch(name):
+        if not OWN.fullmatch(name):
             return None
         p = self.dir / name
         return p if p.is_file() else None

@@ -75,6 +75,36 @@ def test_a_snapshot_dir_that_cannot_be_made_is_one_line_and_exit_5(tmp_path: Pat
     )
 
 
+def test_files_the_store_did_not_write_are_left_alone(tmp_path: Path):
+    """Photos in --snapshot-dir (a user's, another program's) are never deleted, whatever the
+    bounds; the store trims only its own files and says once that it ignores the others."""
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    photos = {
+        f"IMG_000{i}.jpg": cv2.imencode(".jpg", noise(64, 64))[1].tobytes() for i in range(1, 6)
+    }
+    for name, data in photos.items():
+        (snaps / name).write_bytes(data)
+    r = run_cli(
+        *("run", "--camera", "synth://demo?frames=700", "--fast", "--snapshots"),
+        *("--snapshot-dir", str(snaps), "--snapshot-max-count", "1"),
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    starts = [json.loads(x) for x in r.stdout.splitlines() if '"start"' in x]
+    assert len(starts) == 2  # the demo story's two falls
+    for name, data in photos.items():
+        assert (snaps / name).read_bytes() == data, name
+    assert sorted(p.name for p in snaps.iterdir()) == sorted(
+        [*photos, starts[-1]["snapshot"]["file"]]
+    )  # the first snapshot went, to keep max count 1 of its own
+    said = [line for line in r.stderr.splitlines() if "did not write" in line]
+    assert len(said) == 1 and "INFO" in said[0] and "5 file(s)" in said[0], r.stderr
+    store = SnapshotStore(SnapshotOptions(snaps, max_count=1))
+    assert store.path("IMG_0001.jpg") is None  # not served over HTTP either
+    assert store.path(starts[-1]["snapshot"]["file"]) is not None
+
+
 @pytest.mark.skipif(not have_mosquitto(), reason="needs mosquitto (scripts/setup.sh)")
 def test_run_with_snapshots_mqtt_and_http(tmp_path: Path):
     port = free_port()
