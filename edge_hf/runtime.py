@@ -318,6 +318,8 @@ class Runtime:
                     ev = self._snapshot(cam, ev)
                 for sink in self.sinks:
                     sink.emit(ev)
+            if self.snapshots is not None:
+                cam.hold_armed()
         return True
 
     def _snapshot(self, cam: Camera, ev: Event) -> Event:

@@ -228,6 +228,34 @@ def test_two_stage_snapshots_the_centre_of_the_confirming_models_hyperframe(tmp_
     assert rt.cameras[0].capture.keep.late == 0
 
 
+def test_the_demo_models_snapshots_are_never_late(tmp_path: Path):
+    """The shipped demo model waits for lying after a fall (its spec's alert_then), and its fall
+    hits re-arm that wait for half a second: its start comes 14 hyperframes after the first hit.
+    The frame is held from the arming on, so both falls of the story get their own centre frame."""
+    from edge_hf import synth
+
+    cfg = RunConfig(
+        cameras=("synth://demo?frames=700",),
+        source_opts=SourceOptions(fast=True),
+        snapshots=SnapshotOptions(tmp_path / "snaps"),
+    )
+    sink = ListSink()
+    rt = Runtime(cfg, [sink], threading.Event())
+    assert rt.spec.alert_then and rt.spec.centre_lag == 1
+    assert rt.run() == 0
+    starts = [e for e in sink.events if e.kind == "start"]
+    assert len(starts) == 2  # the story's two falls
+    keep = rt.cameras[0].capture.keep
+    assert keep.late == 0
+    assert len(keep.slots) == 3 + 2 + 1 + 1  # n, the hand-off, the centre lag, one held frame
+    scene, frame = synth.make_scene("demo", seed=0), np.zeros((360, 640, 3), np.uint8)
+    for ev in starts:
+        assert ev.frame - ev.first > 3 + 2 + 1  # more than a ring without the hold covers
+        scene.render(ev.first - 1, frame)
+        shot = cv2.imread(str(tmp_path / "snaps" / ev.snapshot))
+        assert np.abs(shot.astype(int) - frame).mean() < 3  # that frame, within JPEG's loss
+
+
 def test_an_alert_decided_too_late_gets_the_newest_frame_and_still_goes_out(tmp_path, numbered):
     """A frame loop that stalls (here: the model call, a second on the firing hyperframe) while a
     paced camera runs on: the centre frame is gone, the newest kept one is used, counted."""
