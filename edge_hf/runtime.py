@@ -324,16 +324,20 @@ class Runtime:
 
     def _snapshot(self, cam: Camera, ev: Event) -> Event:
         """The event with its snapshot (the centre frame of its first hyperframe), or as it was
-        when there is no frame or no disk."""
-        image = cam.snapshot(ev.first)
-        if image is None:
-            return ev
+        when there is no frame or no disk: an alert never waits for, or dies with, its
+        snapshot (the store has already made room on a full disk)."""
         try:
+            image = cam.snapshot(ev.first)
+            if image is None:
+                return ev
             snap = self.snapshots.save(ev.camera, ev.label, ev.id, ev.time, image)
-        except OSError as e:
+        except Exception as e:  # a bug (a traceback) must not cost the alert either
             self.snapshots.failures += 1
             if self.snapshots.failures in (1, 10, 100, 1000):
-                log.warning("snapshots: cannot write one (%s); the alert goes out without", e)
+                if isinstance(e, OSError):
+                    log.warning("snapshots: cannot write one (%s); the alert goes out without", e)
+                else:
+                    log.exception("snapshots: failed (a bug); the alert goes out without")
             return ev
         return replace(ev, snapshot=snap.file, small=snap.small)
 

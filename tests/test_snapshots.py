@@ -4,7 +4,9 @@ retained on ``<prefix>/<camera>/<label>/snapshot`` before the event; with HTTP i
 
 from __future__ import annotations
 
+import errno
 import json
+import shutil
 import threading
 import time
 import urllib.request
@@ -22,7 +24,7 @@ from edge_hf.snapshots import SMALL_HEIGHT, SnapshotOptions, SnapshotStore
 from edge_hf.sources import SourceOptions
 from edge_hf.spec import Scale
 from tests.broker import Mosquitto, Subscriber, have_mosquitto
-from tests.conftest import EdgeHF, run_cli
+from tests.conftest import EdgeHF, mounted_tmpfs, run_cli
 from tests.live import free_port, wait_until
 from tests.motion_model import MOTION_SPEC, brightness_model
 from tests.numbered import frame_number, write_numbered
@@ -53,6 +55,26 @@ def test_the_store_keeps_the_newest_within_count_and_bytes(tmp_path: Path):
     assert full.shape[:2] == (1080, 1920)
     assert [p.name for p in tmp_path.glob("*.jpg")] == [snap.file]  # alone over the bound: kept
     assert again.path("../etc/passwd") is None and again.path(snap.file) is not None
+
+
+def test_on_a_full_disk_the_store_makes_room_or_leaves_everything_as_it_was(tmp_path: Path):
+    """A real 256 KiB tmpfs mostly full of someone else's data: ours make room for the newest,
+    no temporary file is ever left, and a snapshot that all of ours could not make room for
+    leaves them be."""
+    with mounted_tmpfs(tmp_path / "snaps", "256k") as snaps:
+        theirs = snaps / "theirs"
+        theirs.write_bytes(b"\0" * (shutil.disk_usage(snaps).free - 40 * 1024))
+        store = SnapshotStore(SnapshotOptions(snaps))
+        saved = [
+            store.save("porch", "fall", uuid.uuid4().hex, time.time(), noise(96, 128)).file
+            for _ in range(8)  # 12 KB each: three fit
+        ]
+        left = sorted(p.name for p in snaps.iterdir() if p != theirs)
+        assert store.evicted == 8 - len(left) > 0 and left == sorted(saved[-len(left) :])
+        with pytest.raises(OSError) as e:  # 55 KB: more than ours and the free space
+            store.save("porch", "fall", uuid.uuid4().hex, time.time(), noise(200, 300))
+        assert e.value.errno == errno.ENOSPC
+        assert sorted(p.name for p in snaps.iterdir()) == sorted([*left, "theirs"])
 
 
 def test_a_snapshot_dir_that_cannot_be_made_is_one_line_and_exit_5(tmp_path: Path):
@@ -103,6 +125,37 @@ def test_files_the_store_did_not_write_are_left_alone(tmp_path: Path):
     store = SnapshotStore(SnapshotOptions(snaps, max_count=1))
     assert store.path("IMG_0001.jpg") is None  # not served over HTTP either
     assert store.path(starts[-1]["snapshot"]["file"]) is not None
+
+
+def test_a_full_snapshot_disk_evicts_the_oldest_and_every_alert_keeps_its_snapshot(tmp_path):
+    """A real 256 KiB tmpfs as --snapshot-dir, nearly full of someone else's data, with a
+    temporary file a crash left behind: the leftover is cleaned at start, and when the disk
+    refuses a snapshot the oldest of ours make room for it; every alert goes out with one."""
+    with mounted_tmpfs(tmp_path / "snaps", "256k") as snaps:
+        filler = snaps / "filler"
+        filler.write_bytes(b"\0" * (shutil.disk_usage(snaps).free - 48 * 1024))  # 4 snapshots
+        theirs_size = filler.stat().st_size
+        leftover = snaps / ".demo-fall-20260101T000000-0123abcd.jpg.tmp"  # killed mid-write
+        leftover.write_bytes(b"\0" * 24 * 1024)
+        theirs = snaps / ".theirs.tmp"  # not a name we write: left alone
+        theirs.write_bytes(b"x")
+        r = run_cli(
+            *("run", "--camera", "synth://demo?frames=3612", "--fast", "--snapshots"),
+            *("--snapshot-dir", str(snaps)),  # four times the story: eight falls
+            timeout=180,
+        )
+        names = sorted(p.name for p in snaps.iterdir())
+        filler_size = filler.stat().st_size
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(x) for x in r.stdout.splitlines()]
+    starts = [e for e in events if e["event"] == "start"]
+    assert len(starts) >= 6 and len(events) == 2 * len(starts), r.stderr
+    assert all("snapshot" in e for e in starts), r.stderr  # none lost to the full disk
+    assert "cannot write" not in r.stderr and "make room for new ones" in r.stderr, r.stderr
+    ours = [n for n in names if n.endswith(".jpg")]
+    assert starts[-1]["snapshot"]["file"] in ours and len(ours) < len(starts)  # evicted
+    assert not any(n.endswith(".jpg.tmp") for n in names), names  # the leftover went
+    assert ".theirs.tmp" in names and filler_size == theirs_size
 
 
 @pytest.mark.skipif(not have_mosquitto(), reason="needs mosquitto (scripts/setup.sh)")
@@ -214,6 +267,32 @@ def test_without_snapshots_no_full_resolution_frame_is_kept(tmp_path, numbered):
     rt, starts = run_numbered(tmp_path, [str(numbered)], snapshots=False)
     assert len(starts) == 1 and starts[0].snapshot is None
     assert rt.cameras[0].capture.keep is None and not (tmp_path / "snaps").exists()
+
+
+@pytest.mark.parametrize("error", [OSError(errno.EIO, "Input/output error"), ValueError("a bug")])
+def test_an_alert_whose_snapshot_fails_goes_out_without_it(tmp_path, numbered, caplog, error):
+    """Whatever breaks while a snapshot is made (a disk error, a bug in the store), the alert
+    is emitted, without the snapshot, and the failure is said (a bug with its traceback)."""
+    model = tmp_path / "bright.onnx"
+    onnx.save(brightness_model(MOTION_SPEC, level=0.645), model)
+    cfg = RunConfig(
+        cameras=(str(numbered),),
+        model=model,
+        source_opts=SourceOptions(fast=True),
+        snapshots=SnapshotOptions(tmp_path / "snaps"),
+    )
+    sink = ListSink()
+    rt = Runtime(cfg, [sink], threading.Event())
+
+    def broken(*args):
+        raise error
+
+    rt.snapshots.save = broken  # what cannot be made to fail for real (a bug)
+    assert rt.run() == 0
+    assert [(e.kind, e.snapshot) for e in sink.events] == [("start", None), ("end", None)]
+    assert rt.snapshots.failures == 1
+    (said,) = [r for r in caplog.records if r.name == "edge_hf.run" and "snapshots" in r.message]
+    assert (said.exc_info is not None) == isinstance(error, ValueError)
 
 
 def test_two_stage_snapshots_the_centre_of_the_confirming_models_hyperframe(tmp_path, numbered):
