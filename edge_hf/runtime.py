@@ -139,6 +139,8 @@ class Runtime:
         if cfg.confirm is not None:
             self.confirm = load_backend(cfg.confirm, "auto", cfg.backend_opts)
             check_confirm(self.spec, self.confirm, cfg)
+        # before any camera is opened (a network camera may take --open-timeout to answer)
+        self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None
         self.cond = threading.Condition()
         if sources is None:
             sources = [open_source(c, cfg.source_opts, *more) for c, *more in camera_args(cfg)]
@@ -170,7 +172,6 @@ class Runtime:
             self.two.stage if self.two else None,
         )
         self.latency = InferenceStats()
-        self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None
 
     def _plan(self, k: int, source: Source) -> CameraPlan:
         """Camera ``k``'s settings: its own where it has them, else the run's."""

@@ -31,6 +31,7 @@ import errno
 import logging
 import os
 import re
+import stat
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -65,20 +66,44 @@ class Snapshot:
     small: bytes  # JPEG, height <= SMALL_HEIGHT
 
 
+def check_directory(directory: Path) -> None:
+    """Raise SinkError unless this user can create ``directory`` and write in it; changes
+    nothing (``check-config``, and ``run`` before it opens a camera: not at the first alert)."""
+    directory = Path(directory)
+    p = directory
+    try:
+        while not os.path.lexists(p) and p.parent != p:  # the part that exists
+            p = p.parent
+        mode = os.stat(p).st_mode
+    except OSError as e:  # a part is not a directory, or cannot be searched
+        raise _unusable(directory, e.strerror) from None
+    if not stat.S_ISDIR(mode):
+        raise _unusable(directory, os.strerror(errno.ENOTDIR))
+    need = os.W_OK | os.X_OK | (os.R_OK if p == directory else 0)
+    if not os.access(p, need, effective_ids=os.access in os.supports_effective_ids):
+        read_only = os.statvfs(p).f_flag & os.ST_RDONLY
+        raise _unusable(directory, os.strerror(errno.EROFS if read_only else errno.EACCES))
+
+
+def _unusable(directory: Path, reason: str | None) -> SinkError:
+    return SinkError(
+        f"--snapshot-dir {directory}: cannot use it ({reason}); make it writable by the user "
+        f"edge-hf runs as, or choose another"
+    )
+
+
 class SnapshotStore:
     def __init__(self, opts: SnapshotOptions) -> None:
         self.opts = opts
         self.dir = Path(opts.directory)
+        check_directory(self.dir)
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             files, foreign, unfinished = self._scan()
             for name in unfinished:  # a process killed while writing one
                 (self.dir / name).unlink()
         except OSError as e:
-            raise SinkError(
-                f"--snapshot-dir {self.dir}: cannot use it ({e.strerror}); make it writable "
-                f"by this user or choose another"
-            ) from None
+            raise _unusable(self.dir, e.strerror) from None
         self._files: deque[tuple[str, int]] = deque((name, size) for _, name, size in files)
         self.bytes = sum(size for _, size in self._files)
         self.failures = 0
