@@ -151,6 +151,17 @@ class AlertLogic:
                 self._active[c] = Event(**{**active.__dict__, "peak": score})
         return events
 
+    @property
+    def waiting_classes(self) -> tuple[int, ...]:
+        """The classes (indices into ``labels``) that wait for a pose after their k of n."""
+        return tuple(c for c, pose in enumerate(self._then.pose) if pose >= 0)
+
+    def armed_first(self, c: int) -> int:
+        """While class ``c`` is armed and waits for its pose: the ``first`` its start will carry
+        (its snapshot's hyperframe); else -1."""
+        armed = self._then.armed[c]
+        return -1 if armed is None else armed[2]
+
     def holding(self, c: int, frame: int) -> bool:
         """Whether class ``c`` can start no alert at ``frame``: one is on, or its cooldown runs."""
         return self._active[c] is not None or frame < self._quiet_until[c]

@@ -66,11 +66,15 @@ class Camera:
         self.capture.on_open = self._retime
         if plan.motion.enabled:
             self.capture.gate = MotionGate(plan.motion, self.sampler)
-        if plan.snapshots:  # the model whose scores start events names the centre frame
-            lag, n = (confirm or spec).centre_lag, plan.policy.n
-            self.capture.keep = FullResRing(self.name, slots_needed(n, lag, every), lag)
         self.logic = AlertLogic(source.name, spec.classes, plan.policy, source.fps)
         self.labels = tuple(self.logic.labels)
+        self._waiting = self.logic.waiting_classes if plan.snapshots else ()
+        self._wanted = [-1] * len(self._waiting)  # the frame each one's start will show
+        self._held = [False] * len(self._waiting)  # and whether the ring holds it
+        if plan.snapshots:  # the model whose scores start events names the centre frame
+            lag = (confirm or spec).centre_lag
+            slots = slots_needed(plan.policy.n, lag, every, len(self._waiting))
+            self.capture.keep = FullResRing(self.name, slots, lag)
         self.processed = 0  # hyperframes this camera put through the model (inference thread)
 
     @property
@@ -85,7 +89,8 @@ class Camera:
             if every != self.sampler.every:
                 self.sampler.set_every(every)
                 if (keep := self.capture.keep) is not None:
-                    keep.grow(slots_needed(self.logic.policy.n, keep.lag, every))
+                    n, held = self.logic.policy.n, len(self._waiting)
+                    keep.grow(slots_needed(n, keep.lag, every, held))
         self.logic.fps = fps
 
     def counters(self, now: float | None = None) -> CameraCounters:
@@ -121,6 +126,21 @@ class Camera:
         """A copy of the newest decoded frame at full resolution (None before the first); with
         --snapshots the newest kept one (a centre frame: at most a hop and the lag older)."""
         return self.capture.snapshot()
+
+    def hold_armed(self) -> None:
+        """Hold the snapshot frame of each class that is armed and waits for its pose, until
+        its alert starts or the wait lapses (edge_hf.fullres says why). Inference thread, after
+        each hyperframe's events have taken their snapshots."""
+        keep = self.capture.keep
+        for j, c in enumerate(self._waiting):
+            first = self.logic.armed_first(c)
+            want = first - keep.lag if first >= 0 else -1
+            if want == self._wanted[j]:
+                continue
+            if self._held[j]:
+                keep.release(self._wanted[j])
+            self._wanted[j] = want
+            self._held[j] = want >= 0 and keep.hold(want)  # False: gone already (late)
 
     def snapshot(self, anchor: int) -> np.ndarray | None:
         """A copy of the centre frame of the hyperframe whose newest frame is source frame

@@ -126,33 +126,55 @@ def _sink_command(section, command):
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    """Everything ``run --config FILE`` would check before its first frame, without cameras
-    being opened or a broker contacted; prints the resolved settings (no password)."""
+    """Everything ``run --config FILE`` would check before its first frame, and refuse what
+    it would refuse, without a live camera being opened or a broker contacted (a camera device
+    missing now is only a warning: whether it is plugged in is not the file's fault); prints
+    the resolved settings (no password)."""
     from edge_hf.backends import load_backend
     from edge_hf.runtime import alert_policy, camera_args
     from edge_hf.sinks import SINKS
-    from edge_hf.sources import open_source
+    from edge_hf.snapshots import check_directory
     from edge_hf.twostage import check_confirm
 
     settings = _settings(args, args.file)
     cfg = settings.run
     for cam, where, password in camera_args(cfg):
-        try:
-            open_source(cam, cfg.source_opts, where, password)  # scheme and name; not opened
-        except SourceError as e:  # a camera unplugged now is not the file's fault
-            log.warning("%s", e)
+        _check_camera(cam, cfg.source_opts, where, password)
     backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
     alert_policy(backend.spec, cfg)
     for own, where in zip(cfg.camera_settings, cfg.camera_where, strict=False):
         alert_policy(backend.spec, cfg, own.thresholds, f"{where}.thresholds")
     if cfg.confirm is not None:  # two-stage mode: the confirming model fits the screening one
         check_confirm(backend.spec, load_backend(cfg.confirm, "auto", cfg.backend_opts), cfg)
+    if cfg.snapshots is not None:
+        check_directory(cfg.snapshots.directory)
     sections = {s.name: s for s in SINKS}
     for name, opts in settings.sinks:
         sections[name].check(opts)
     print(json.dumps(_describe(settings), indent=2, default=str))
     print(f"edge-hf: {args.file}: ok", file=sys.stderr)
     return 0
+
+
+def _check_camera(cam: str, opts, where: str, password: str | None) -> None:
+    """What ``run`` refuses of one camera before its first frame: its scheme, name and file,
+    and a file or finite source it cannot open (opened and released here, as ``run`` does);
+    a live camera is not opened, and a device missing now is a warning."""
+    from edge_hf.sources import is_device, open_source
+
+    try:
+        source = open_source(cam, opts, where, password)
+    except SourceError as e:
+        if not is_device(cam):
+            raise
+        log.warning("%s", e)
+        return
+    if source.live:
+        return
+    try:
+        source.open()
+    finally:
+        source.release()
 
 
 def _describe(settings) -> dict:

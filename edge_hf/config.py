@@ -202,6 +202,11 @@ def resolve(
         raise UsageError(f"{file}: model.every and model.hz are alternatives; keep one")
     if getattr(args, "model_every", None) is not None:
         out["model.hz"] = None  # --every on the command line beats hz = F in the file
+    if out["alerts.screen"] and out["model.confirm"] is None:  # it would be silently unused
+        raise UsageError(
+            "--screen-threshold (alerts.screen) is set but there is no confirming model; add "
+            "--confirm MODEL (model.confirm), or drop it"
+        )
     if not out["cameras"] and need_cameras:
         raise UsageError(
             "no camera: give --camera [NAME=]SRC"

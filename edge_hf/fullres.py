@@ -17,9 +17,19 @@ that fired (k-of-n); when the inference thread decides on that one, capture is a
 ``PIPELINE`` hyperframes further on (one waiting in the one-slot mailbox, the next being decoded:
 exact for ``--fast`` files, whose capture waits for inference; a live camera stays within it
 while the model takes less than a hop); and centre frames of anchors not yet reached are
-decoded ``centre_lag`` frames early, ``centre_lag // every`` more. A frame that is gone anyway
-(a stalled inference loop, hyperframes skipped as still in between) is too late: the newest
-kept frame is used instead, counted in ``late`` and logged once; the event is never held up.
+decoded ``centre_lag`` frames early, ``centre_lag // every`` more.
+
+A class that waits for a pose (``edge_hf.alerts``, ``Then``) starts its alert later than its k
+of n: up to ``within`` seconds after the *last* hyperframe that re-armed it, and its hits re-arm
+it for as long as they go on (the demo model's falls: 13 hyperframes, then the pose). No ring
+size covers that, so the frame is not waited for in the ring: when its k of n arms the class,
+which is when a class without a wait would start, the camera holds the frame's slot
+(``hold``), and lets it go when the alert has started or the wait lapsed (``release``). A held
+slot is pinned, so each class that may wait has one slot more (``held``).
+
+A frame that is gone anyway (a stalled inference loop, hyperframes skipped as still in
+between) is too late: the newest kept frame is used instead, counted in ``late`` and logged
+once; the event is never held up.
 
 Ownership: ``index[s]`` is the source frame index slot ``s`` holds, -1 while it is written;
 ``_pins[s]`` counts readers copying it. Both change only under ``_lock``, which is held for a
@@ -27,7 +37,8 @@ few assignments, never for a decode or a copy. The capture thread (the only writ
 next slot that no reader has pinned (marking it -1), decodes into it without the lock, then
 publishes its index. A reader (the inference thread at an event's start, the HTTP thread for
 the status page) pins the slot holding its frame under the lock, copies it without the lock,
-and unpins it: a pinned slot is never written, and a slot being written is never found, so
+and unpins it; the inference thread also pins the frame of an armed wait until it is over
+(``hold``, ``release``): a pinned slot is never written, and a slot being written is never found, so
 neither side waits for the other's decode or copy. If every slot is pinned at once, the frame
 is decoded into the source's own buffer and simply not kept.
 """
@@ -45,10 +56,11 @@ log = logging.getLogger("edge_hf.snapshots")
 PIPELINE = 2  # hyperframes capture can be past the one being decided (see the docstring)
 
 
-def slots_needed(n: int, centre_lag: int, every: int) -> int:
+def slots_needed(n: int, centre_lag: int, every: int, held: int = 0) -> int:
     """Slots so that the centre frame of any of the last ``n`` hyperframes the alert logic saw
-    is still kept when it decides (the module docstring derives it)."""
-    return n + PIPELINE + centre_lag // every
+    is still kept when it decides, with ``held`` of them held for classes that wait for a pose
+    (the module docstring derives it)."""
+    return n + PIPELINE + centre_lag // every + held
 
 
 class FullResRing:
@@ -104,6 +116,22 @@ class FullResRing:
                 self._next = (s + 1) % k
                 return s
         return -1
+
+    def hold(self, index: int) -> bool:
+        """Keep source frame ``index`` until ``release(index)``; False if it is gone already
+        (``copy`` then falls back as for any frame that is gone). Inference thread."""
+        with self._lock:
+            found = next((j for j, i in enumerate(self.index) if i == index), -1)
+            if found >= 0:
+                self._pins[found] += 1
+            return found >= 0
+
+    def release(self, index: int) -> None:
+        """Let go of a frame ``hold(index)`` kept."""
+        with self._lock:
+            found = next((j for j, i in enumerate(self.index) if i == index and self._pins[j]), -1)
+            if found >= 0:
+                self._pins[found] -= 1
 
     def copy(self, index: int | None = None) -> np.ndarray | None:
         """A copy of source frame ``index`` (None: the newest kept frame, as is a frame that is

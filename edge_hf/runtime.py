@@ -139,6 +139,8 @@ class Runtime:
         if cfg.confirm is not None:
             self.confirm = load_backend(cfg.confirm, "auto", cfg.backend_opts)
             check_confirm(self.spec, self.confirm, cfg)
+        # before any camera is opened (a network camera may take --open-timeout to answer)
+        self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None
         self.cond = threading.Condition()
         if sources is None:
             sources = [open_source(c, cfg.source_opts, *more) for c, *more in camera_args(cfg)]
@@ -170,7 +172,6 @@ class Runtime:
             self.two.stage if self.two else None,
         )
         self.latency = InferenceStats()
-        self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None
 
     def _plan(self, k: int, source: Source) -> CameraPlan:
         """Camera ``k``'s settings: its own where it has them, else the run's."""
@@ -318,20 +319,26 @@ class Runtime:
                     ev = self._snapshot(cam, ev)
                 for sink in self.sinks:
                     sink.emit(ev)
+            if self.snapshots is not None:
+                cam.hold_armed()
         return True
 
     def _snapshot(self, cam: Camera, ev: Event) -> Event:
         """The event with its snapshot (the centre frame of its first hyperframe), or as it was
-        when there is no frame or no disk."""
-        image = cam.snapshot(ev.first)
-        if image is None:
-            return ev
+        when there is no frame or no disk: an alert never waits for, or dies with, its
+        snapshot (the store has already made room on a full disk)."""
         try:
+            image = cam.snapshot(ev.first)
+            if image is None:
+                return ev
             snap = self.snapshots.save(ev.camera, ev.label, ev.id, ev.time, image)
-        except OSError as e:
+        except Exception as e:  # a bug (a traceback) must not cost the alert either
             self.snapshots.failures += 1
             if self.snapshots.failures in (1, 10, 100, 1000):
-                log.warning("snapshots: cannot write one (%s); the alert goes out without", e)
+                if isinstance(e, OSError):
+                    log.warning("snapshots: cannot write one (%s); the alert goes out without", e)
+                else:
+                    log.exception("snapshots: failed (a bug); the alert goes out without")
             return ev
         return replace(ev, snapshot=snap.file, small=snap.small)
 

@@ -192,6 +192,26 @@ def test_a_lapsed_fall_leaves_no_cooldown_and_each_start_rearms():
     assert (ev.frame, ev.first) == (18, 10)
 
 
+def test_an_armed_class_names_the_first_its_start_will_carry():
+    """What the camera holds a snapshot frame for (edge_hf.camera.hold_armed): the arming run's
+    first hyperframe, kept through re-arming, until the start or the lapse."""
+    policy = AlertPolicy((("fall", 0.5),), 2, 3, 0.0, (Then("fall", "lying", 0.6, 0.3),))
+    logic = AlertLogic("cam", POSES, policy, 10.0)
+    assert logic.waiting_classes == (0,)
+    fall = [0.1, 0.9, 0.9, 0.9, 0.9, 0.1, 0.1, 0.1, 0.1, 0.1, 0.9, 0.9, 0.1, 0.1]
+    lying = [0.0] * 12 + [0.9, 0.9]
+    seen = []
+    for i, (f, ly) in enumerate(zip(fall, lying, strict=True)):
+        starts = logic.update(np.array([0.0, f, ly], np.float32), i, 0.0)
+        seen.append((logic.armed_first(0), [e.first for e in starts if e.kind == "start"]))
+    assert [a for a, _ in seen] == [-1, -1, 1, 1, 1, 1, 1, 1, 1, -1, -1, 10, 10, -1]
+    assert seen[13][1] == [
+        10
+    ]  # the wait lapsed at 9, 0.3 s after the last arming; the start at 13 carries 10
+    plain = AlertLogic("cam", POSES, AlertPolicy((("fall", 0.5),)), 10.0)
+    assert plain.waiting_classes == ()
+
+
 def test_then_must_name_the_models_classes():
     spec = HyperframeSpec(3, 1, (32, 32), POSES, (("fall", 0.5),))
     cfg = RunConfig(cameras=("x",), then=(Then("fall", "lying_down"),))

@@ -4,6 +4,7 @@ its documented exit code, no traceback, and an end within its timeout (a hang is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -17,7 +18,7 @@ import onnx
 import pytest
 
 from edge_hf.spec import HyperframeSpec, write_onnx_spec
-from tests.conftest import ROOT, run_cli, save_model, save_openvino, start_cli
+from tests.conftest import ROOT, mounted_tmpfs, run_cli, save_model, save_openvino, start_cli
 from tests.motion_model import MOTION_SPEC
 
 CAM = "synth://fall?frames=20"
@@ -262,3 +263,89 @@ def test_log_level_is_accepted_after_the_command():
     r = run_cli("run", "--camera", CAM, "--fast", "--log-level", "warning", timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""  # no INFO lines
+
+
+# --------------------------------------------------------------------------- check-config = run
+
+SYNTH = "[cameras]\nporch = 'synth://fall?frames=20'\n"
+
+
+def _junk_video(t: Path, mounts) -> str:
+    (t / "junk.mp4").write_bytes(b"not a video" * 64)
+    return f"[cameras]\nporch = '{t / 'junk.mp4'}'\n"
+
+
+def _snapshots_below_a_file(t: Path, mounts) -> str:
+    (t / "f").write_text("")
+    return f"{SYNTH}[snapshots]\nenabled = true\ndir = '{t / 'f' / 'snaps'}'\n"
+
+
+def _snapshots_read_only(t: Path, mounts) -> str:
+    """A real read-only mount (as under systemd's ProtectSystem= outside ReadWritePaths=):
+    even root cannot write there."""
+    ro = mounts.enter_context(mounted_tmpfs(t / "ro", "64k"))
+    r = subprocess.run(["mount", "-o", "remount,ro", str(ro)], capture_output=True, timeout=10)
+    if r.returncode != 0:
+        pytest.skip(f"cannot remount read-only ({r.stderr.strip()})")
+    return f"{SYNTH}[snapshots]\nenabled = true\ndir = '{ro / 'snaps'}'\n"
+
+
+# (the config file, or a function of the folder and an ExitStack writing it; {t}: the folder),
+# the exit code, what the one line says
+SAME = [
+    (
+        "[cameras]\nporch = '{t}/nope.mp4'\n",
+        4,
+        "cameras.porch: video file {t}/nope.mp4 does not exist",
+    ),
+    ("[cameras]\nporch = '{t}'\n", 4, "cameras.porch: video file {t} is a directory, not a file"),
+    (_junk_video, 4, "cannot decode video file {t}/junk.mp4; is it a video"),
+    (_snapshots_below_a_file, 5, "--snapshot-dir {t}/f/snaps: cannot use it (Not a directory)"),
+    (_snapshots_read_only, 5, "--snapshot-dir {t}/ro/snaps: cannot use it (Read-only file"),
+    (
+        SYNTH + "[alerts]\nscreen = { fall = 0.5 }\n",
+        2,
+        "--screen-threshold (alerts.screen) is set but there is no confirming model; add "
+        "--confirm MODEL (model.confirm)",
+    ),
+    ("[cameras]\nporch = 'ftp://x'\n", 2, "cameras.porch ftp://x: unknown scheme 'ftp'"),
+    (SYNTH + "[model]\npath = '{t}/nope.onnx'\n", 3, "model file {t}/nope.onnx does not exist"),
+]
+
+
+@pytest.mark.parametrize(("text", "code", "needle"), SAME)
+def test_check_config_refuses_what_run_refuses_in_the_same_words(tmp_path, text, code, needle):
+    with contextlib.ExitStack() as mounts:
+        body = text(tmp_path, mounts) if callable(text) else text.replace("{t}", str(tmp_path))
+        conf = _config(tmp_path, body)
+        runs = run_cli("run", "--config", conf, "--fast", timeout=60)
+        checks = run_cli("check-config", conf, timeout=60)
+    needle = needle.replace("{t}", str(tmp_path))
+    _check(runs, code, needle)
+    _check(checks, code, needle)
+    assert runs.stderr == checks.stderr
+
+
+def test_an_unreadable_camera_file_is_refused_by_both():
+    """As the service user 'nobody', a camera file in a folder only root may enter."""
+    import tempfile
+
+    why = _nobody_can_run_edge_hf()
+    if why:
+        pytest.skip(why)
+    with tempfile.TemporaryDirectory() as d:  # in /tmp, not below pytest's private folder
+        t = Path(d)
+        t.chmod(0o755)
+        closed = t / "closed"
+        closed.mkdir()
+        conf = _config(t, f"[cameras]\nporch = '{_clip(closed)}'\n")
+        Path(conf).chmod(0o644)
+        closed.chmod(0o700 if os.geteuid() == 0 else 0o000)  # root owns it: nobody is out
+        try:
+            run = _as_nobody if os.geteuid() == 0 else lambda *a: run_cli(*a, timeout=60)
+            runs, checks = run("run", "--config", conf), run("check-config", conf)
+        finally:
+            closed.chmod(0o755)
+    for r in (runs, checks):
+        _check(r, 4, "clip.avi cannot be read: permission denied for this user")
+    assert runs.stderr == checks.stderr

@@ -201,6 +201,11 @@ def _a_file(t: Path) -> str:
             "--providers tensorrt: not available",
         ),
         (lambda t: ["run", "--camera", CAM, "--camera", CAM], 2, "camera names must be unique"),
+        (
+            lambda t: ["run", "--camera", CAM, "--screen-threshold", "fall=0.6"],
+            2,
+            "--screen-threshold (alerts.screen) is set but there is no confirming model",
+        ),
         (lambda t: ["run"], 2, "no camera: give --camera [NAME=]SRC (or --config FILE)"),
         (lambda t: [*MQ, "ftp://h"], 2, "--mqtt ftp://h: unknown scheme 'ftp'"),
         (lambda t: [*MQ, "mqtt://u:hunter2@h"], 2, "mqtt://u:***@h: a password in the URL"),

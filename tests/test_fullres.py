@@ -32,6 +32,25 @@ def test_slots_cover_k_of_n_the_pipeline_and_the_early_centre_frames():
     assert slots_needed(3, 3, 1) == 3 + PIPELINE + 3
     assert slots_needed(3, 3, 4) == 3 + PIPELINE  # decoded early, but within one hop
     assert slots_needed(1, 8, 4) == 1 + PIPELINE + 2
+    assert slots_needed(3, 1, 1, held=1) == 3 + PIPELINE + 1 + 1  # one class waits for a pose
+
+
+def test_a_held_frame_outlives_the_ring_until_released(numbered: Path):
+    """An armed class's frame (alerts waiting for a pose): held while the ring turns over many
+    times, copied when the alert starts, then written again like any other slot."""
+    src, ring = opened(numbered), FullResRing("cam", 4, 0)
+    for i in range(4):
+        assert src.grab() and ring.decode(src, i) is not None
+    assert ring.hold(2) and not ring.hold(99)  # 99: never decoded, nothing held
+    for i in range(4, 40):
+        assert src.grab() and ring.decode(src, i) is not None
+    assert 2 in ring.index and sorted(ring.index)[1:] == [37, 38, 39]  # three slots turned
+    assert frame_number(ring.copy(2)) == 2 and ring.late == 0
+    ring.release(2)
+    for i in range(40, 44):
+        assert src.grab() and ring.decode(src, i) is not None
+    assert sorted(ring.index) == [40, 41, 42, 43]  # let go: written over
+    src.release()
 
 
 def test_frames_are_decoded_in_place_and_found_by_index(numbered: Path):

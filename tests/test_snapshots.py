@@ -4,7 +4,9 @@ retained on ``<prefix>/<camera>/<label>/snapshot`` before the event; with HTTP i
 
 from __future__ import annotations
 
+import errno
 import json
+import shutil
 import threading
 import time
 import urllib.request
@@ -22,7 +24,7 @@ from edge_hf.snapshots import SMALL_HEIGHT, SnapshotOptions, SnapshotStore
 from edge_hf.sources import SourceOptions
 from edge_hf.spec import Scale
 from tests.broker import Mosquitto, Subscriber, have_mosquitto
-from tests.conftest import EdgeHF, run_cli
+from tests.conftest import EdgeHF, mounted_tmpfs, run_cli
 from tests.live import free_port, wait_until
 from tests.motion_model import MOTION_SPEC, brightness_model
 from tests.numbered import frame_number, write_numbered
@@ -55,6 +57,26 @@ def test_the_store_keeps_the_newest_within_count_and_bytes(tmp_path: Path):
     assert again.path("../etc/passwd") is None and again.path(snap.file) is not None
 
 
+def test_on_a_full_disk_the_store_makes_room_or_leaves_everything_as_it_was(tmp_path: Path):
+    """A real 256 KiB tmpfs mostly full of someone else's data: ours make room for the newest,
+    no temporary file is ever left, and a snapshot that all of ours could not make room for
+    leaves them be."""
+    with mounted_tmpfs(tmp_path / "snaps", "256k") as snaps:
+        theirs = snaps / "theirs"
+        theirs.write_bytes(b"\0" * (shutil.disk_usage(snaps).free - 40 * 1024))
+        store = SnapshotStore(SnapshotOptions(snaps))
+        saved = [
+            store.save("porch", "fall", uuid.uuid4().hex, time.time(), noise(96, 128)).file
+            for _ in range(8)  # 12 KB each: three fit
+        ]
+        left = sorted(p.name for p in snaps.iterdir() if p != theirs)
+        assert store.evicted == 8 - len(left) > 0 and left == sorted(saved[-len(left) :])
+        with pytest.raises(OSError) as e:  # 55 KB: more than ours and the free space
+            store.save("porch", "fall", uuid.uuid4().hex, time.time(), noise(200, 300))
+        assert e.value.errno == errno.ENOSPC
+        assert sorted(p.name for p in snaps.iterdir()) == sorted([*left, "theirs"])
+
+
 def test_a_snapshot_dir_that_cannot_be_made_is_one_line_and_exit_5(tmp_path: Path):
     (tmp_path / "file").write_text("x")
     r = run_cli(
@@ -73,6 +95,67 @@ def test_a_snapshot_dir_that_cannot_be_made_is_one_line_and_exit_5(tmp_path: Pat
         .splitlines()[-1]
         .startswith(f"edge-hf: error: --snapshot-dir {tmp_path / 'file' / 'snaps'}: cannot use it")
     )
+
+
+def test_files_the_store_did_not_write_are_left_alone(tmp_path: Path):
+    """Photos in --snapshot-dir (a user's, another program's) are never deleted, whatever the
+    bounds; the store trims only its own files and says once that it ignores the others."""
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    photos = {
+        f"IMG_000{i}.jpg": cv2.imencode(".jpg", noise(64, 64))[1].tobytes() for i in range(1, 6)
+    }
+    for name, data in photos.items():
+        (snaps / name).write_bytes(data)
+    r = run_cli(
+        *("run", "--camera", "synth://demo?frames=700", "--fast", "--snapshots"),
+        *("--snapshot-dir", str(snaps), "--snapshot-max-count", "1"),
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    starts = [json.loads(x) for x in r.stdout.splitlines() if '"start"' in x]
+    assert len(starts) == 2  # the demo story's two falls
+    for name, data in photos.items():
+        assert (snaps / name).read_bytes() == data, name
+    assert sorted(p.name for p in snaps.iterdir()) == sorted(
+        [*photos, starts[-1]["snapshot"]["file"]]
+    )  # the first snapshot went, to keep max count 1 of its own
+    said = [line for line in r.stderr.splitlines() if "did not write" in line]
+    assert len(said) == 1 and "INFO" in said[0] and "5 file(s)" in said[0], r.stderr
+    store = SnapshotStore(SnapshotOptions(snaps, max_count=1))
+    assert store.path("IMG_0001.jpg") is None  # not served over HTTP either
+    assert store.path(starts[-1]["snapshot"]["file"]) is not None
+
+
+def test_a_full_snapshot_disk_evicts_the_oldest_and_every_alert_keeps_its_snapshot(tmp_path):
+    """A real 256 KiB tmpfs as --snapshot-dir, nearly full of someone else's data, with a
+    temporary file a crash left behind: the leftover is cleaned at start, and when the disk
+    refuses a snapshot the oldest of ours make room for it; every alert goes out with one."""
+    with mounted_tmpfs(tmp_path / "snaps", "256k") as snaps:
+        filler = snaps / "filler"
+        filler.write_bytes(b"\0" * (shutil.disk_usage(snaps).free - 48 * 1024))  # 4 snapshots
+        theirs_size = filler.stat().st_size
+        leftover = snaps / ".demo-fall-20260101T000000-0123abcd.jpg.tmp"  # killed mid-write
+        leftover.write_bytes(b"\0" * 24 * 1024)
+        theirs = snaps / ".theirs.tmp"  # not a name we write: left alone
+        theirs.write_bytes(b"x")
+        r = run_cli(
+            *("run", "--camera", "synth://demo?frames=3612", "--fast", "--snapshots"),
+            *("--snapshot-dir", str(snaps)),  # four times the story: eight falls
+            timeout=180,
+        )
+        names = sorted(p.name for p in snaps.iterdir())
+        filler_size = filler.stat().st_size
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(x) for x in r.stdout.splitlines()]
+    starts = [e for e in events if e["event"] == "start"]
+    assert len(starts) >= 6 and len(events) == 2 * len(starts), r.stderr
+    assert all("snapshot" in e for e in starts), r.stderr  # none lost to the full disk
+    assert "cannot write" not in r.stderr and "make room for new ones" in r.stderr, r.stderr
+    ours = [n for n in names if n.endswith(".jpg")]
+    assert starts[-1]["snapshot"]["file"] in ours and len(ours) < len(starts)  # evicted
+    assert not any(n.endswith(".jpg.tmp") for n in names), names  # the leftover went
+    assert ".theirs.tmp" in names and filler_size == theirs_size
 
 
 @pytest.mark.skipif(not have_mosquitto(), reason="needs mosquitto (scripts/setup.sh)")
@@ -186,6 +269,32 @@ def test_without_snapshots_no_full_resolution_frame_is_kept(tmp_path, numbered):
     assert rt.cameras[0].capture.keep is None and not (tmp_path / "snaps").exists()
 
 
+@pytest.mark.parametrize("error", [OSError(errno.EIO, "Input/output error"), ValueError("a bug")])
+def test_an_alert_whose_snapshot_fails_goes_out_without_it(tmp_path, numbered, caplog, error):
+    """Whatever breaks while a snapshot is made (a disk error, a bug in the store), the alert
+    is emitted, without the snapshot, and the failure is said (a bug with its traceback)."""
+    model = tmp_path / "bright.onnx"
+    onnx.save(brightness_model(MOTION_SPEC, level=0.645), model)
+    cfg = RunConfig(
+        cameras=(str(numbered),),
+        model=model,
+        source_opts=SourceOptions(fast=True),
+        snapshots=SnapshotOptions(tmp_path / "snaps"),
+    )
+    sink = ListSink()
+    rt = Runtime(cfg, [sink], threading.Event())
+
+    def broken(*args):
+        raise error
+
+    rt.snapshots.save = broken  # what cannot be made to fail for real (a bug)
+    assert rt.run() == 0
+    assert [(e.kind, e.snapshot) for e in sink.events] == [("start", None), ("end", None)]
+    assert rt.snapshots.failures == 1
+    (said,) = [r for r in caplog.records if r.name == "edge_hf.run" and "snapshots" in r.message]
+    assert (said.exc_info is not None) == isinstance(error, ValueError)
+
+
 def test_two_stage_snapshots_the_centre_of_the_confirming_models_hyperframe(tmp_path, numbered):
     # the confirming pyramid takes frames a-16, a-8, a-6, a-3, a: its centre is a-8
     pyramid = replace(MOTION_SPEC, scales=(Scale(3, 3), Scale(3, 8)), arch="constant")
@@ -196,6 +305,34 @@ def test_two_stage_snapshots_the_centre_of_the_confirming_models_hyperframe(tmp_
     full = cv2.imread(str(tmp_path / "snaps" / ev.snapshot))
     assert full.shape == (360, 640, 3) and frame_number(full) == FIRST_HIT - 8
     assert rt.cameras[0].capture.keep.late == 0
+
+
+def test_the_demo_models_snapshots_are_never_late(tmp_path: Path):
+    """The shipped demo model waits for lying after a fall (its spec's alert_then), and its fall
+    hits re-arm that wait for half a second: its start comes 14 hyperframes after the first hit.
+    The frame is held from the arming on, so both falls of the story get their own centre frame."""
+    from edge_hf import synth
+
+    cfg = RunConfig(
+        cameras=("synth://demo?frames=700",),
+        source_opts=SourceOptions(fast=True),
+        snapshots=SnapshotOptions(tmp_path / "snaps"),
+    )
+    sink = ListSink()
+    rt = Runtime(cfg, [sink], threading.Event())
+    assert rt.spec.alert_then and rt.spec.centre_lag == 1
+    assert rt.run() == 0
+    starts = [e for e in sink.events if e.kind == "start"]
+    assert len(starts) == 2  # the story's two falls
+    keep = rt.cameras[0].capture.keep
+    assert keep.late == 0
+    assert len(keep.slots) == 3 + 2 + 1 + 1  # n, the hand-off, the centre lag, one held frame
+    scene, frame = synth.make_scene("demo", seed=0), np.zeros((360, 640, 3), np.uint8)
+    for ev in starts:
+        assert ev.frame - ev.first > 3 + 2 + 1  # more than a ring without the hold covers
+        scene.render(ev.first - 1, frame)
+        shot = cv2.imread(str(tmp_path / "snaps" / ev.snapshot))
+        assert np.abs(shot.astype(int) - frame).mean() < 3  # that frame, within JPEG's loss
 
 
 def test_an_alert_decided_too_late_gets_the_newest_frame_and_still_goes_out(tmp_path, numbered):

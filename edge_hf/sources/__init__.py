@@ -30,7 +30,12 @@ SCHEMES = {
 _NAMED = re.compile(r"^(?P<name>[A-Za-z0-9_-]+)=(?P<src>.+)$", re.DOTALL)
 _DEVICE = re.compile(r"/dev/video\d+|\d+", re.ASCII)  # fullmatch
 
-__all__ = ["SCHEMES", "Source", "SourceOptions", "open_source", "split_name"]
+__all__ = ["SCHEMES", "Source", "SourceOptions", "is_device", "open_source", "split_name"]
+
+
+def is_device(arg: str) -> bool:
+    """Whether a ``--camera`` value names a V4L2 device (``/dev/videoN`` or an index)."""
+    return bool(_DEVICE.fullmatch(split_name(arg)[1]))
 
 
 def split_name(arg: str) -> tuple[str, str]:
