@@ -154,6 +154,10 @@ class Capture(threading.Thread):
         # its first open, or came back with another frame rate, is re-timed (--hz, cooldown)
         self.on_open: Callable[[float], None] | None = None
         self.done = threading.Event()
+        # the first open has ended, opened or failed (READY waits for this or a first frame)
+        self.tried = threading.Event()
+        if opened:
+            self.tried.set()
         self._opened = opened  # the source was opened by the caller already
         self._last: np.ndarray | None = None  # the newest decoded frame (the source's buffer)
         self._decoding = threading.Lock()  # held while the source decodes into that buffer
@@ -168,6 +172,7 @@ class Capture(threading.Thread):
         finally:
             self.source.release()
             self.heartbeat.retire()
+            self.tried.set()
             self.done.set()
             with self.mailbox.cond:
                 self.mailbox.cond.notify_all()
@@ -179,9 +184,10 @@ class Capture(threading.Thread):
             self.heartbeat.beat()
             try:
                 if not self._opened:
-                    src.open()
+                    src.open()  # blocks up to --open-timeout; opens run side by side
                 self._opened = False
             except SourceError as e:
+                self.tried.set()
                 if not src.live:
                     self.error = e
                     return
@@ -189,6 +195,7 @@ class Capture(threading.Thread):
                 log.warning("%s; retrying in %.3g s", e, delay)
                 self._wait(delay)
                 continue
+            self.tried.set()
             self._flowing_since = 0.0
             if self.on_open is not None:
                 self.on_open(src.fps)

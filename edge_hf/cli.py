@@ -9,6 +9,7 @@ config · 3 model file · 4 camera/source · 5 alert sink.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -107,7 +108,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     runtime = Runtime(settings.run, sinks, stop, notify=Notifier.from_env())
-    return runtime.run()
+    code = runtime.run()
+    if runtime.abandoned:  # capture threads still inside OpenCV: see join_captures
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process without the interpreter's shutdown, which OpenCV turns into an abort
+    while a capture thread blocks in a read. Everything that matters is done by now: events
+    out, sinks closed, the summary logged; only what is buffered needs flushing."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def _sink_command(section, command):

@@ -2,9 +2,11 @@
 
 Each long-running loop (a camera's capture thread, the inference loop, a sink's worker) owns a
 ``Heartbeat`` and stamps it whenever it goes round, including while it waits on purpose (a
-backoff, an idle source). A loop whose stamp is old is stuck, and the watchdog stops vouching
-for the process. Counters are plain numbers written by one thread and read by others: a
-slightly stale read is fine for a rate.
+backoff, an idle source). A loop whose stamp is old is stuck. The cameras' capture loops are one
+group: the process is alive while any of them goes round (``Health.stuck``), because a camera
+that hangs is the camera's fault, and restarting the service would only stop the others.
+Counters are plain numbers written by one thread and read by others: a slightly stale read is
+fine for a rate.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from dataclasses import dataclass
 
 
 class Heartbeat:
-    __slots__ = ("name", "last", "retired")
+    __slots__ = ("name", "group", "last", "retired")
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, group: str | None = None) -> None:
+        self.name, self.group = name, group
         self.last = time.monotonic()
         self.retired = False  # the loop ended on purpose (a file that finished)
 
@@ -30,14 +32,16 @@ class Heartbeat:
 
 
 class Health:
-    """The loops that must all keep going for the process to count as healthy."""
+    """The loops that must keep going for the process to count as healthy."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._beats: list[Heartbeat] = []
 
-    def loop(self, name: str) -> Heartbeat:
-        hb = Heartbeat(name)
+    def loop(self, name: str, group: str | None = None) -> Heartbeat:
+        """A new loop to watch; ``group``: one of several alike (the cameras' captures), of
+        which any one going round is enough for ``stuck``."""
+        hb = Heartbeat(name, group)
         with self._lock:
             self._beats.append(hb)
         return hb
@@ -47,6 +51,16 @@ class Health:
         now = time.monotonic()
         with self._lock:
             return [b.name for b in self._beats if not b.retired and now - b.last > limit]
+
+    def stuck(self, limit: float) -> list[str]:
+        """The stale loops that make the process useless: each stale loop of no group, and
+        every loop of a group none of whose loops has gone round within ``limit`` seconds."""
+        now = time.monotonic()
+        with self._lock:
+            live = [b for b in self._beats if not b.retired]
+        stale = [b for b in live if now - b.last > limit]
+        going = {b.group for b in live if now - b.last <= limit and b.group is not None}
+        return [b.name for b in stale if b.group is None or b.group not in going]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The inference side of a run: one worker batches the cameras' ready hyperframes into one call.
 
 ``Batcher.collect`` waits for a first ready camera, then at most ``wait`` seconds more for others
-(never when every live camera is ready already, so one camera alone never waits), and takes up to
+(never when every camera whose frames flow is ready already, so one camera alone never waits,
+nor one beside cameras that are down), and takes up to
 ``size`` of them, the camera waiting longest first (since its first hyperframe after its last
 turn; a newer hyperframe replaces a waiting one but keeps its place): each camera has at most one
 hyperframe waiting, so no camera takes a second row before every other ready camera has had its
@@ -112,7 +113,9 @@ class Batcher:
         return sum(c.mailbox.fresh for c in self.cameras)
 
     def _live(self) -> int:
-        return sum(not c.capture.done.is_set() for c in self.cameras)
+        """Cameras that may have a hyperframe soon: frames flow (a camera that is down, or
+        still opening, cannot join a batch)."""
+        return sum(c.stats.connected and not c.capture.done.is_set() for c in self.cameras)
 
     def _take(self) -> int:
         """Take the ready hyperframes, oldest first; a stale one is discarded, not scored."""

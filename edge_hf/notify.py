@@ -1,11 +1,17 @@
 """Talking to systemd (``Type=notify``, ``WatchdogSec=``) with plain datagrams, no libsystemd.
 
-- ``READY=1`` once the model is loaded and a first frame is in;
-- ``STATUS=…`` with frame and inference rates, every ``STATUS_EVERY`` seconds;
-- ``WATCHDOG=1`` every half ``WATCHDOG_USEC`` - but only while every loop that matters (each
-  camera's capture, inference, the MQTT sink) has gone round within the last ``WATCHDOG_USEC``.
-  A thread that merely exists proves nothing; a stuck one stops the pings, and systemd restarts
-  the service;
+- ``READY=1`` once the model is loaded, the sinks are up and every camera's capture has started,
+  and then as soon as any camera delivers a frame, or every camera's first open has ended
+  (opened or failed, so at most --open-timeout), whichever comes first. A camera that hangs
+  does not hold READY back while another works; with none working the service is still up,
+  retrying them, and STATUS names them;
+- ``STATUS=…`` with frame and inference rates, and the cameras that are down, every
+  ``STATUS_EVERY`` seconds;
+- ``WATCHDOG=1`` every half ``WATCHDOG_USEC`` - but only while the loops that matter go round
+  within the last ``WATCHDOG_USEC``: inference, each sink's worker (MQTT), and at least one
+  camera's capture (``Health.stuck``). A thread that merely exists proves nothing; a stuck one
+  stops the pings, and systemd restarts the service. A camera that is down does not: a restart
+  cannot bring it back, and would stop the cameras that work;
 - ``STOPPING=1`` as soon as a stop begins.
 
 Without ``$NOTIFY_SOCKET`` (not under systemd) none of this runs.
@@ -96,7 +102,7 @@ class Watchdog(threading.Thread):
 
     def _wait_ready(self) -> bool:
         self._meter.report(self.counters())
-        self.notifier.send("STATUS=model loaded; waiting for a first frame")
+        self.notifier.send("STATUS=model loaded; waiting for a first frame or every camera's open")
         while not self.stop.wait(0.05):
             if self.ready():
                 return True
@@ -115,7 +121,7 @@ class Watchdog(threading.Thread):
                 self.notifier.send(f"STATUS={self._status()}")
 
     def _check(self, interval: float) -> None:
-        stuck = self.health.stale(interval)
+        stuck = self.health.stuck(interval)
         if not stuck:
             if self._stuck:
                 log.warning("watchdog: all loops going again")
@@ -134,10 +140,16 @@ class Watchdog(threading.Thread):
         self._stuck = stuck
 
     def _status(self) -> str:
+        """The cameras with frames and their rates, the model's p95, then the cameras down by
+        name (one line for 16 of them, not 16 lines of zeros)."""
         r = self._meter.report(self.counters())
-        cams = "; ".join(
+        cams = r["cameras"].items()
+        parts = [
             f"{name} {c['fps']:.1f} fps, {c['processed_fps']:.1f} inferences/s"
-            + ("" if c["connected"] else " (no signal)")
-            for name, c in r["cameras"].items()
-        )
-        return f"{cams}; inference p95 {r['inference']['p95_ms']:.2f} ms"
+            for name, c in cams
+            if c["connected"]
+        ]
+        parts.append(f"inference p95 {r['inference']['p95_ms']:.2f} ms")
+        if down := [name for name, c in cams if not c["connected"]]:
+            parts.append(f"{len(down)} down: {', '.join(down)}")
+        return "; ".join(parts)

@@ -29,6 +29,10 @@ from edge_hf.spec import HyperframeSpec, Then, layer_thresholds, unknown_in_then
 from edge_hf.twostage import TwoStage, check_confirm
 
 log = logging.getLogger("edge_hf.run")
+# seconds a stop waits for the capture threads: one reading a camera that works lets go within
+# a frame; one inside an open or a read of a camera that hangs is left behind. With the sinks'
+# own budgets (MQTT 1 s, HTTP 0.5 s) a stop stays within its 2 s.
+JOIN_WITHIN = 0.5
 # The embedded demo model (see its MODEL_CARD.md): the OpenVINO INT8 IR when OpenVINO is
 # installed, else the ONNX file. find_spec looks without importing.
 _DEMO = Path(__file__).parent / "assets" / "demo"
@@ -95,9 +99,9 @@ def alert_policy(
 
 def open_unless_stopped(source: Source, stop: threading.Event) -> bool:
     """``source.open()`` in a worker thread, so that SIGINT/SIGTERM (which set ``stop``) are
-    heard while OpenCV blocks in a connect for up to --open-timeout. True once open; False if
-    stopped first, leaving the worker to time out on its own (a daemon: it cannot hold up
-    the exit). An open that fails raises its SourceError here."""
+    heard while OpenCV blocks in it. True once open; False if stopped first, leaving the
+    worker to end on its own (a daemon: it cannot hold up the exit). An open that fails
+    raises its SourceError here."""
     if stop.is_set():
         return False
     failure: list[BaseException] = []
@@ -142,6 +146,8 @@ class Runtime:
         # before any camera is opened (a network camera may take --open-timeout to answer)
         self.snapshots = SnapshotStore(cfg.snapshots) if cfg.snapshots else None
         self.cond = threading.Condition()
+        # cameras whose capture was still inside an open or a read when the run ended
+        self.abandoned: list[str] = []
         if sources is None:
             sources = [open_source(c, cfg.source_opts, *more) for c, *more in camera_args(cfg)]
         names = [s.name for s in sources]
@@ -190,15 +196,14 @@ class Runtime:
         )
 
     def _camera(self, source: Source, plan: CameraPlan) -> Camera:
-        # Open once here so a bad file fails before anything starts, and --hz knows the fps.
+        # A file (or a finite source) is opened here, so that a bad one fails before anything
+        # starts. A camera is opened by its own capture thread, side by side with the others:
+        # one that hangs holds up neither the start (sinks, READY) nor any other camera; its
+        # frame rate re-times the camera when it opens (Camera._retime).
         opened = False
-        try:
+        if not source.live:
             opened = open_unless_stopped(source, self.stop)
-        except SourceError as e:
-            if not source.live:
-                raise
-            log.warning("%s; retrying", e)  # the capture thread retries with backoff
-        beat = self.health.loop(f"capture {source.name}")
+        beat = self.health.loop(f"capture {source.name}", group="cameras")
         confirm = self.confirm.spec if self.confirm else None
         return Camera(source, self.spec, plan, self.cond, self.stop, beat, opened, confirm)
 
@@ -224,7 +229,7 @@ class Runtime:
                 cam.capture.start()
             if self.notify is not None:
                 self.watchdog = Watchdog(
-                    self.notify, self.health, self.counters, self._first_frame_in, self.stop
+                    self.notify, self.health, self.counters, self._ready, self.stop
                 )
                 self.watchdog.start()
             self._loop()
@@ -271,8 +276,11 @@ class Runtime:
                 return c.latest_frame()
         return None
 
-    def _first_frame_in(self) -> bool:
-        return any(c.stats.grabbed for c in self.cameras)
+    def _ready(self) -> bool:
+        """READY=1 (edge_hf.notify): a first frame from any camera, or every camera's first
+        open over (at most --open-timeout), whichever comes first."""
+        cams = self.cameras
+        return any(c.stats.grabbed for c in cams) or all(c.capture.tried.is_set() for c in cams)
 
     def counters(self) -> Counters:
         """A snapshot for stats and status lines; safe to call from any thread."""
@@ -347,7 +355,7 @@ class Runtime:
         activate(self.spec.activation, self.logits, self.probs, self._rowmax)
 
     def _shutdown(self) -> None:
-        join_captures(self.cameras)
+        self.abandoned = join_captures(self.cameras)
         now = time.time()
         for c in self.cameras:
             for ev in c.logic.close(c.stats.grabbed - 1, now):
@@ -386,22 +394,21 @@ def _screen(spec: HyperframeSpec, pairs) -> dict[str, float]:
         raise UsageError(str(e)) from None
 
 
-def join_captures(cameras: list[Camera], warn_after: float = 2.0) -> None:
-    """Join every capture thread before returning, however long it takes: OpenCV aborts the
-    process if a capture is still held when the interpreter shuts down. A thread blocked in a
-    network read returns within its --stall-timeout; say so if that takes a while."""
-    deadline = time.monotonic() + warn_after
+def join_captures(cameras: list[Camera], within: float = JOIN_WITHIN) -> list[str]:
+    """Join the capture threads for at most ``within`` seconds in all; return the names of the
+    cameras whose thread is still inside an open or a read (they end on their own within
+    --open-timeout or --stall-timeout). OpenCV aborts the process ("terminate called without
+    an active exception") if the interpreter shuts down while a capture blocks in a read: a
+    process with such cameras left must end with ``os._exit`` (the CLI does)."""
+    deadline = time.monotonic() + within
     for c in cameras:
         if c.capture.ident is None:  # never started (a failure while starting the others)
             c.source.release()
             continue
         c.capture.join(max(0.0, deadline - time.monotonic()))
-    waiting = [c for c in cameras if c.capture.is_alive()]
-    if waiting:
+    left = [c.name for c in cameras if c.capture.is_alive()]
+    if left:
         log.info(
-            "waiting for %d camera(s) to let go of their source (%s)",
-            len(waiting),
-            ", ".join(c.name for c in waiting),
+            "not waiting for %d camera(s) still opening or reading (%s)", len(left), ", ".join(left)
         )
-    for c in waiting:
-        c.capture.join()
+    return left

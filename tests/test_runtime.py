@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from edge_hf.sources import SourceOptions, open_source
 from edge_hf.sources.file import FileSource
 from tests.allocation import AllocationProbe
 from tests.conftest import save_model
+from tests.live import wait_until
+from tests.live.hung import HungCameras
 from tests.motion_model import MOTION_SPEC
 
 
@@ -212,3 +215,36 @@ def test_two_cameras_each_get_their_own_alerts(tmp_path: Path):
     assert [c.capture.stats.grabbed for c in rt.cameras] == [80, 80]
     assert {e.camera for e in sink.events} == {"a"}  # the fall, not the walk
     assert rt.latency.count == sum(c.capture.stats.published for c in rt.cameras)
+
+
+def test_a_stop_leaves_cameras_that_hang_in_their_open_behind(tmp_path: Path):
+    """Two cameras that accept the connection and never answer (open timeout 4 s) beside a
+    working one: the working camera's hyperframes are scored at once, and a stop returns
+    without waiting for the opens, naming the cameras left behind (the CLI then ends the
+    process with os._exit: edge_hf.cli)."""
+    opts = SourceOptions(open_timeout=4.0)
+    with HungCameras(2) as dead:
+        urls = [f"hung{i}={u}" for i, u in enumerate(dead.urls)]
+        cfg = RunConfig(
+            cameras=("good=synth://walk_left", *urls),
+            model=save_model(tmp_path / "m.onnx"),
+            source_opts=opts,
+        )
+        stop = threading.Event()
+        rt = Runtime(cfg, [ListSink()], stop)
+        runner = threading.Thread(target=rt.run)
+        t0 = time.monotonic()
+        runner.start()
+        try:
+            assert wait_until(lambda: rt.cameras[0].processed >= 10, 3.0)  # within the opens
+            stop.set()
+            stopped = time.monotonic()
+            runner.join(10)
+            assert time.monotonic() - stopped < 2.0 and time.monotonic() - t0 < 4.0
+            assert rt.abandoned == ["hung0", "hung1"]
+        finally:
+            stop.set()
+            runner.join(10)
+            for c in rt.cameras:  # not at interpreter exit: let them end here
+                c.capture.join(10)
+    assert not any(c.capture.is_alive() for c in rt.cameras)

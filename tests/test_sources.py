@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from edge_hf.sources.stream import StreamSource
 from edge_hf.sources.synth import SynthSource
 from tests.conftest import run_cli
 from tests.live import have_ffmpeg, write_h264_clip
+from tests.live.hung import HungCameras
 
 OPTS = SourceOptions()
 
@@ -135,17 +138,44 @@ def test_file_source_reads_loops_and_rejects_non_video(tmp_path: Path, fall_clip
         FileSource(str(junk), "j", OPTS).open()
 
 
-def test_file_source_is_paced_at_its_fps(fall_clip: Path):
+@pytest.mark.parametrize("read_after", [0.0, 1.0])
+def test_file_source_is_paced_at_its_fps(fall_clip: Path, read_after: float):
     """Pacing is checked by frame count against a clock bound, not a timing ratio: 10 frames at
-    25 fps cannot arrive in less than 0.36 s."""
-    import time
-
+    25 fps cannot arrive in less than 0.36 s, also when the file was opened a second before its
+    first read (at start-up): the second's 25 frames do not come in a burst."""
     src = FileSource(str(fall_clip), "c", OPTS)
     src.open()
+    time.sleep(read_after)
     t0 = time.monotonic()
     for _ in range(10):
         assert src.grab()
     assert time.monotonic() - t0 >= 0.36
+
+
+def test_hung_network_cameras_open_side_by_side():
+    """Four cameras that accept the connection and never answer, opened in four threads with a
+    1 s open timeout: the opens overlap (one process-wide lock in OpenCV's FFmpeg backend used
+    to run them one after the other: 4 s) and each fails with its fix."""
+    opts = SourceOptions(open_timeout=1.0)
+    with HungCameras(4) as dead:
+        sources = [open_source(f"c{i}={u}", opts) for i, u in enumerate(dead.urls)]
+        errors: list[Exception] = []
+
+        def try_open(src) -> None:
+            try:
+                src.open()
+            except SourceError as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=try_open, args=(s,)) for s in sources]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        took = time.monotonic() - t0
+    assert len(errors) == 4 and all("cannot open stream" in str(e) for e in errors)
+    assert took < 2.0, f"4 opens of 1 s took {took:.2f} s: they waited for each other"
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,11 @@ class Source(Protocol):
 
 
 class Pacer:
-    """Sleeps so that frame ``n`` is delivered no earlier than ``n / fps`` after the start."""
+    """Sleeps so that frame ``n`` is delivered no earlier than ``n / fps`` after frame 0.
+
+    The clock starts at the first frame after ``reset()``, not at the reset: a source opened
+    some time before it is read (a file, opened at start-up to check it) would otherwise
+    deliver that time's frames in one burst, as no camera does."""
 
     def __init__(self, fps: float, enabled: bool) -> None:
         self.period = 1.0 / fps if enabled and fps > 0 else 0.0
@@ -56,11 +60,12 @@ class Pacer:
         self._n = 0
 
     def reset(self) -> None:
-        self._start = time.monotonic()
         self._n = 0
 
     def wait(self) -> None:
         if self.period:
+            if self._n == 0:
+                self._start = time.monotonic()
             delay = self._start + self._n * self.period - time.monotonic()
             if delay > 0:
                 time.sleep(delay)

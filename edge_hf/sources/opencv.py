@@ -1,13 +1,27 @@
 """Sources read through cv2.VideoCapture: the base class of the file, stream and V4L2 sources,
-and the decoder parameters they open with (the bench patches and reuses both)."""
+and the decoder parameters they open with (the bench patches and reuses both).
+
+Opens run side by side. OpenCV's FFmpeg backend holds one process-wide mutex through the whole
+of ``CvCapture_FFMPEG::open`` (connect, the HTTP/RTSP exchange, probing the stream), so a camera
+that accepts the connection and never answers held every other camera's open, in any thread,
+for its whole open timeout: four such cameras made four opens of 2 s take 8 s, one after the
+other (the GIL was free all along). ``OPENCV_FFMPEG_IS_THREAD_SAFE=1``, read at every open,
+drops that mutex and leaves thread safety to FFmpeg, which has it when built with threads (the
+wheel's libavutil uses pthreads; FFmpeg dropped its lock manager in 4.0). Set it to 0 to get
+OpenCV's lock back. It is set at import, before any capture thread exists: a setenv beside a
+getenv in another thread is not safe.
+"""
 
 from __future__ import annotations
+
+import os
 
 import cv2
 import numpy as np
 
 from edge_hf.errors import SourceError
 
+os.environ.setdefault("OPENCV_FFMPEG_IS_THREAD_SAFE", "1")
 DEFAULT_FPS = 25.0
 
 
