@@ -10,6 +10,7 @@ Each test prints what it measured: events printed on stdout, delivered, set asid
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import sqlite3
 import time
@@ -21,6 +22,7 @@ import cv2
 import numpy as np
 import pytest
 
+from edge_hf.sinks.mqtt import refusals
 from edge_hf.sinks.mqtt.spool import Spool
 from tests.broker import Mosquitto, Subscriber, V311Only, have_mosquitto
 from tests.conftest import EdgeHF
@@ -101,11 +103,12 @@ def lines_with(text: str, *needles: str) -> list[str]:
     return [ln for ln in text.splitlines() if all(n in ln for n in needles)]
 
 
-def report(what: str, printed, got, aside=()) -> None:
-    twice = len(got) - len(once(got))
+def report(what: str, run: EdgeHF, got, aside=()) -> None:
+    printed, twice = run.events(), len(got) - len(once(got))
+    lost = len(lines_with(run.stderr(), "lost the connection"))
     print(
         f"\n{what}: {len(printed)} events printed, {len(once(got))} delivered "
-        f"({twice} of them twice), {len(aside)} set aside"
+        f"({twice} of them twice), {len(aside)} set aside, {lost} lost connection(s)"
     )
 
 
@@ -148,7 +151,7 @@ def test_publishes_the_acl_denies_are_set_aside_logged_counted_and_degrade_healt
             minutes = (time.monotonic() - t0) / 60
     printed, got = ids(run.events()), delivered(sub)
     aside, left = set_aside(tmp_path / "state"), spooled(tmp_path / "state")
-    report("ACL", printed, got, aside)
+    report("ACL", run, got, aside)
     assert set(denied) <= set(aside)
     assert set(printed) == set(got) | set(aside) | set(left)  # none acknowledged into nothing
     assert not set(got) & set(aside)
@@ -175,7 +178,7 @@ def test_a_snapshot_over_message_size_limit_is_sent_again_smaller(tmp_path: Path
         assert wait_until(lambda: len(run.events()) >= 10, 60)
         assert run.signal(signal.SIGTERM) == 0
     printed, got = ids(run.events()), delivered(sub)
-    report(f"message_size_limit {limit}", printed, got)
+    report(f"message_size_limit {limit}", run, got)
     assert once(got) == printed
     for m in sub.messages(SNAPSHOT):
         assert len(m.raw) <= limit
@@ -199,7 +202,7 @@ def test_a_snapshot_over_max_packet_size_never_stands_in_front_of_an_alert(tmp_p
         assert wait_until(lambda: len(run.events()) >= 20, 60), run.stderr()
         assert run.signal(signal.SIGTERM) == 0
     printed, got = ids(run.events()), delivered(sub)
-    report(f"max_packet_size {limit}", printed, got)
+    report(f"max_packet_size {limit}", run, got)
     assert got == printed  # never a lost connection, so not even a duplicate
     err = run.stderr()
     assert "lost the connection" not in err
@@ -228,10 +231,35 @@ def test_a_broker_without_mqtt_5_gets_3_1_1_and_no_oversized_snapshot_blocks_ale
         assert wait_until(lambda: sub.messages(SNAPSHOT), 30), run.stderr()
         assert run.signal(signal.SIGTERM) == 0
     printed, got = ids(run.events()), delivered(sub)
-    report(f"MQTT 3.1.1, max_packet_size {limit}", printed, got)
+    report(f"MQTT 3.1.1, max_packet_size {limit}", run, got)
     assert old.refused_v5 >= 1
     err = run.stderr()
     assert lines_with(err, "WARNING", "MQTT 3.1.1")
     assert once(got) == printed
     assert len(lines_with(err, "lost the connection")) <= 3, err
     assert all(len(m.raw) < limit for m in sub.messages(SNAPSHOT))
+
+
+def test_refusals_are_counted_each_and_said_once_a_minute_per_topic(caplog, monkeypatch):
+    caplog.set_level(logging.INFO, "edge_hf.mqtt")
+    now = [1000.0]
+    monkeypatch.setattr(refusals.time, "monotonic", lambda: now[0])
+    r = refusals.Refusals()
+    for _ in range(100):
+        r.refused("p/events", 0x87, "Not authorized", "set aside")
+    r.refused("p/cam/fall", 0x87, "Not authorized", "sent again with the next change")
+    r.refused("p/events", 0x97, "Quota exceeded", "sent again shortly")  # within the minute: untold
+    assert r.counts() == {"not_authorized": 101, "quota_exceeded": 1}
+    assert r.degraded() == [
+        "p/cam/fall: refused by the broker: Not authorized",
+        "p/events: refused by the broker: Not authorized",
+    ]
+    now[0] += refusals.REMIND
+    r.refused("p/events", 0x87, "Not authorized", "set aside")
+    lines = [rec.getMessage() for rec in caplog.records]
+    assert len(lines) == 3 and "check the broker's ACL" in lines[0]
+    assert lines[2].endswith("(100 more on this topic since the last line)")
+    r.accepted("p/events")  # the ACL was fixed
+    assert r.degraded() == ["p/cam/fall: refused by the broker: Not authorized"]
+    r.skipped("p/events", 9000, 700, "not sent")  # a new trouble is said at once
+    assert len(caplog.records) == 4 and "9000 bytes cannot be made to fit" in caplog.text

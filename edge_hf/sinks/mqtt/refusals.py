@@ -73,9 +73,11 @@ class Refusals:
         )
 
     def accepted(self, topic: str) -> None:
+        """A message on ``topic`` got through: not degraded, and the next refusal is said."""
         if topic in self._failing:
             with self._lock:
                 self._failing.pop(topic, None)
+            self._said.pop(topic, None)
 
     def counts(self) -> dict[str, int]:
         with self._lock:
