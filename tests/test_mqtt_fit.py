@@ -83,8 +83,14 @@ def test_the_ceiling_halves_but_never_below_what_the_broker_took():
     room.connected(max_packet=1000, v5=True)
     # 1000 - header 1 - length 2 - topic 2+1 - packet id 2 - properties 1
     assert room.limit("t", snapshot=False) == largest_payload("t", 1000, True) == 991
-    room.connected(max_packet=None, v5=False)
-    assert room.too_large(6000) == 3000 and not room.wary
+    room.connected(max_packet=None, v5=True)
+    assert room.too_large(6000) == 3000 and not room.wary  # refused: no connection lost
     room.accepted(2900)
     assert room.too_large(2990, lost=True) == 2900 and room.wary  # 1495 < what went through
     assert room.limit("t", snapshot=True) == 2900 and room.limit("t", snapshot=False) is None
+
+
+def test_over_mqtt_3_1_1_snapshots_wait_for_the_alerts_from_the_start():
+    room = Room()
+    room.connected(max_packet=None, v5=False)
+    assert room.wary and room.limit("t", snapshot=True) is None

@@ -11,7 +11,8 @@ re-encoded (lower quality, then smaller) to fit rather than sent to be refused:
 - a snapshot refused as too large, or one in flight when a broker that announced no cap closed
   the connection, sets a ceiling for snapshots: half its size, but never below the largest
   snapshot the broker has acknowledged; and from then on snapshots wait until no alert is
-  waiting or in flight (``wary``), so that a wrong guess costs a snapshot, never an alert.
+  waiting or in flight (``wary``), so that a wrong guess costs a snapshot, never an alert;
+- over MQTT 3.1.1, which never says a limit, snapshots wait for the alerts from the start.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class Room:
 
     def connected(self, max_packet: int | None, v5: bool) -> None:
         self.max_packet, self.v5 = max_packet, v5
+        self.wary = self.wary or not v5  # MQTT 3.1.1 says nothing of limits: alerts first
 
     def limit(self, topic: str, snapshot: bool) -> int | None:
         """The largest payload that may go on ``topic``; None: no limit known."""

@@ -33,7 +33,7 @@ snapshot can cost the connection and stand in front of the alerts behind it. A c
 lost just after a snapshot bigger than any the broker took was sent is taken as that
 snapshot's doing (a broker need not say its limits): paho would send it first again on the
 next connection, so the client is renewed (paho forgets it), and later snapshots are kept
-smaller and wait for the alerts.
+smaller and wait for the alerts (over MQTT 3.1.1, which says no limits, they always wait).
 
 paho itself is behind ``edge_hf.sinks.mqtt.link`` (the connection, its callbacks and log lines);
 the spool is ``edge_hf.sinks.mqtt.spool``; the settings are ``edge_hf.sinks.mqtt`` (the section).
