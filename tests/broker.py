@@ -10,7 +10,12 @@ The broker is started as ``mosquitto -c CONF`` with ``listener PORT 127.0.0.1``;
 it gets a ``password_file`` made by ``mosquitto_passwd -b -c`` and refuses anonymous clients.
 With ``persistent=True`` it keeps sessions (and queued QoS 1 messages) in a file across
 ``stop()``/``start()``, so a subscriber with a fixed client id misses nothing while the broker
-is down. Its log is the fixture's log file (``.log_text()``). Every wait is bounded.
+is down. ``acl`` writes an ``acl_file`` (``{"edge": ("write edge-hf/available",)}``: one
+``topic`` line per rule, under ``user edge``); ``set_acl()`` rewrites it and ``reload()``
+makes the running broker read it again (SIGHUP), as an operator fixing an ACL would.
+``max_packet_size`` and ``message_size_limit`` are the mosquitto.conf options of those names.
+``V311Only`` stands in front of a broker as one that has no MQTT 5. Its log is the fixture's
+log file (``.log_text()``). Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -45,17 +51,38 @@ class Mosquitto(LiveFixture):
         persistent: bool = False,
         tls: TlsCerts | None = None,
         log_path: str | None = None,
+        acl: dict[str, tuple[str, ...]] | None = None,
+        max_packet_size: int | None = None,
+        message_size_limit: int | None = None,
     ) -> None:
         self.port = port or free_port()
         self.tls = tls
         self.tls_port = free_port() if tls else None
         self.dir = Path(tempfile.mkdtemp(prefix="edgehf-mosquitto-"))
         self.conf = self.dir / "mosquitto.conf"
-        self.conf.write_text(self._config(users or {}, persistent))
+        self.acl_file = self.dir / "acl"
+        if acl is not None:
+            self.set_acl(acl)
+        limits = {"max_packet_size": max_packet_size, "message_size_limit": message_size_limit}
+        self.conf.write_text(self._config(users or {}, persistent, acl is not None, limits))
         self.proc: subprocess.Popen | None = None
         self._open_log(log_path, "mosquitto")
 
-    def _config(self, users: dict[str, str], persistent: bool) -> str:
+    def set_acl(self, acl: dict[str, tuple[str, ...]]) -> None:
+        """Write the ACL file: per user, its ``topic`` rules (``"read #"``, ``"write a/b"``)."""
+        lines = []
+        for user, rules in acl.items():
+            lines += [f"user {user}", *(f"topic {rule}" for rule in rules), ""]
+        self.acl_file.write_text("\n".join(lines))
+
+    def reload(self, timeout: float = 10.0) -> None:
+        """SIGHUP: the broker reads its ACL file again (connections stay up)."""
+        before = self.log_text().count("Reloading config")
+        self.proc.send_signal(signal.SIGHUP)
+        if not wait_until(lambda: self.log_text().count("Reloading config") > before, timeout):
+            raise RuntimeError(f"mosquitto did not reload in {timeout} s: {self.log_text()}")
+
+    def _config(self, users: dict[str, str], persistent: bool, acl: bool, limits: dict) -> str:
         lines = [
             f"listener {self.port} {HOST}",
             "user root" if _is_root() else "",  # as root, mosquitto would switch to `mosquitto`
@@ -78,6 +105,9 @@ class Mosquitto(LiveFixture):
             lines.append("allow_anonymous true")
         if persistent:
             lines += ["persistence true", f"persistence_location {self.dir}/"]
+        if acl:
+            lines.append(f"acl_file {self.acl_file}")
+        lines += [f"{key} {value}" for key, value in limits.items() if value is not None]
         if self.tls:  # a second listener, TLS only; the first stays plain for test subscribers
             t = self.tls
             lines += [f"listener {self.tls_port} {HOST}", f"cafile {t.ca}"]
@@ -260,3 +290,110 @@ def retained(port: int, topic: str, auth: tuple[str, str] | None = None) -> str 
         cmd += ["-u", auth[0], "-P", auth[1]]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
     return r.stdout.strip() if r.returncode == 0 and r.stdout else None
+
+
+class V311Only:
+    """A broker without MQTT 5 (mosquitto before 1.6, and others still about), for the fallback:
+    a TCP proxy on 127.0.0.1 in front of a real broker that answers a CONNECT of protocol
+    level 5 as MQTT 3.1.1 (section 3.1.2.2) tells a server that does not support it to - CONNACK
+    return code 1, "unacceptable protocol version", then close - and passes every other
+    connection through to ``upstream`` untouched, both ways. A stand-in because no broker
+    installed here lacks MQTT 5; ``refused_v5`` counts the CONNECTs it turned away.
+    """
+
+    def __init__(self, upstream: int) -> None:
+        self.upstream = upstream
+        self.refused_v5 = 0
+        self._server = socket.create_server((HOST, 0))
+        self._server.settimeout(0.2)
+        self.port = self._server.getsockname()[1]
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{HOST}:{self.port}"
+
+    def __enter__(self) -> V311Only:
+        self._spawn(self._accept)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._server.close()
+        for t in self._threads:
+            t.join(5)
+
+    def _spawn(self, fn, *args) -> None:
+        t = threading.Thread(target=fn, args=args, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = self._server.accept()
+            except (TimeoutError, OSError):
+                continue
+            self._spawn(self._serve, client)
+
+    def _serve(self, client: socket.socket) -> None:
+        with client:
+            client.settimeout(10)
+            try:
+                first = _read_packet(client)
+            except OSError:
+                return
+            level = first[first.index(b"MQTT") + 4] if b"MQTT" in first[:16] else None
+            if level == 5:
+                self.refused_v5 += 1
+                client.sendall(bytes([0x20, 2, 0, 1]))
+                return
+            with socket.create_connection((HOST, self.upstream), timeout=10) as up:
+                up.sendall(first)
+                self._spawn(_pipe, up, client, self._stop)
+                _pipe(client, up, self._stop)
+
+
+def _read_packet(sock: socket.socket) -> bytes:
+    """One whole MQTT packet: fixed header, remaining length (variable-length), the rest."""
+    data = _read(sock, 1)
+    length, shift = 0, 0
+    while True:
+        b = _read(sock, 1)
+        data += b
+        length |= (b[0] & 0x7F) << shift
+        shift += 7
+        if not b[0] & 0x80:
+            break
+    return data + _read(sock, length)
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("closed")
+        out += chunk
+    return out
+
+
+def _pipe(src: socket.socket, dst: socket.socket, stop: threading.Event) -> None:
+    """Copy bytes until either side closes (then close both, so the other pipe ends too)."""
+    src.settimeout(0.5)
+    try:
+        while not stop.is_set():
+            try:
+                chunk = src.recv(65536)
+            except TimeoutError:
+                continue
+            if not chunk:
+                break
+            dst.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)

@@ -51,7 +51,16 @@ STATS = {
     "cameras": {"demo": CAMERA},
     "inference": {"runs": int, "p50_ms": float, "p95_ms": float},
     "spool": {"depth": int, "bytes": int, "dropped": int, "in_memory": int, "rejected": int},
-    "mqtt": {"connected": bool, "reconnects": int, "failed_attempts": int, "errors": int},
+    "mqtt": {
+        "connected": bool,
+        "protocol": str,
+        "max_packet_size": (int, type(None)),
+        "reconnects": int,
+        "failed_attempts": int,
+        "errors": int,
+        "rejected": dict,
+    },
+    "degraded": list,
 }
 
 
@@ -137,6 +146,7 @@ def test_1_events_availability_state_and_stats_arrive_as_documented(tmp_path: Pa
         check_schema(s, STATS, "stats")
     assert stats[-1]["version"] == __version__
     assert stats[-1]["cameras"]["demo"]["fps"] > 0 and stats[-1]["inference"]["runs"] > 0
+    assert stats[-1]["mqtt"]["protocol"] == "5" and stats[-1]["degraded"] == []
     assert "Traceback" not in run.stderr()
 
 

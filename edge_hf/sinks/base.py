@@ -29,7 +29,9 @@ What a sink receives, and when (the runtime's side of the contract):
   about a second to flush.
 - ``status()`` (optional): a small JSON-ready dict about the sink itself (connected, queue
   depth...), read from any thread; ``RunInfo.statuses()`` gives every sink's, keyed by the
-  sink's ``name`` attribute, to other sinks (the HTTP sink exports MQTT's as metrics).
+  sink's ``name`` attribute, to other sinks (the HTTP sink exports MQTT's as metrics). Its
+  ``degraded`` (a list of lines, empty when all is well) says what the sink cannot do right
+  now; ``/healthz`` answers 503 and names them while any is there.
 
 Snapshots (``--snapshots``): a start event carries ``snapshot`` (the JPEG's file name, written
 by the runtime before any sink sees the event) and ``small`` (a small JPEG, bytes); sinks never

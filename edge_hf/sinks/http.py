@@ -1,6 +1,6 @@
 """``--http [HOST:]PORT``: a small HTTP server on its own thread (loopback unless an address is
 given): ``/metrics`` (Prometheus, see ``http_metrics``), ``/healthz`` (200, or 503 when a camera
-has stalled or a loop has stopped), ``/api/events`` (recent events, newest first, JSON),
+has stalled, a loop has stopped or a sink says it is degraded), ``/api/events`` (recent events, newest first, JSON),
 ``/api/status`` (cameras, their rates and open alerts, health, the sinks' status),
 ``/api/frame/<camera>`` (its newest frame, a JPEG made on request), ``/snapshots/<file>``
 (with ``--snapshots``) and ``/``, a
@@ -131,8 +131,13 @@ class HttpSink:
     def health(self) -> tuple[bool, dict]:
         stalled = [c.name for c in self.run.counters().cameras if not c.connected]
         stopped = self.run.health.stale(STALE_AFTER)
-        ok = not stalled and not stopped
-        return ok, {"ok": ok, "stalled_cameras": stalled, "stopped_loops": stopped}
+        # a sink that cannot do all it should (MQTT: alerts the broker refuses) says what
+        degraded = {n: s["degraded"] for n, s in self.run.statuses().items() if s.get("degraded")}
+        ok = not stalled and not stopped and not degraded
+        body = {"ok": ok, "stalled_cameras": stalled, "stopped_loops": stopped}
+        if degraded:
+            body["degraded"] = degraded
+        return ok, body
 
     def status_page(self) -> dict:
         """``/api/status``: what the status page shows."""

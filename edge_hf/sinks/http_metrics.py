@@ -9,7 +9,8 @@ Names (all prefixed ``edge_hf_``); per camera, label ``camera``:
     camera_connected (0/1); camera_fps,
     camera_processed_fps (gauges: averages since the previous scrape)
     inference_seconds (histogram), alerts_total{camera,label} (alert starts)
-    spool_depth, spool_dropped_total, mqtt_connected (with --mqtt)
+    spool_depth, spool_dropped_total, mqtt_connected, mqtt_rejected_total{reason} (messages
+    the broker refused, or that could not be made to fit it), mqtt_degraded (with --mqtt)
 """
 
 from __future__ import annotations
@@ -133,4 +134,17 @@ class Collector:
         )
         yield GaugeMetricFamily(
             P + "mqtt_connected", "1 if connected to the broker", 1.0 if mqtt["connected"] else 0.0
+        )
+        rejected = CounterMetricFamily(
+            P + "mqtt_rejected",
+            "messages the broker refused, or that could not be made to fit it, by reason",
+            labels=["reason"],
+        )
+        for reason, n in sorted((mqtt.get("rejected") or {}).items()):
+            rejected.add_metric([reason], n)
+        yield rejected
+        yield GaugeMetricFamily(
+            P + "mqtt_degraded",
+            "1 while the latest message on a topic was refused by the broker or skipped",
+            1.0 if status.get("degraded") else 0.0,
         )

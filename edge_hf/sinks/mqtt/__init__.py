@@ -2,8 +2,10 @@
 they become ``MqttOptions``, and how those make the sink. paho is imported only by ``create``.
 
     discovery.py  Home Assistant discovery configs; cleanup.py  ``edge-hf mqtt-cleanup``
-    link.py     the paho adapter (connection, callbacks, reconnects, log lines)
+    link.py     the paho adapter (connection, callbacks, reconnects, log lines; MQTT 5, or 3.1.1)
     sink.py     the publish/ack worker (spool -> broker, states, stats)
+    refusals.py what the broker refused: set aside, sent again, said, counted, degraded
+    fit.py      what the broker takes: packet sizes, snapshots re-encoded to fit
     spool.py    the durable outbox (SQLite), with _spool_files.py
     options.py  the URL, password and TLS checks
 """

@@ -241,9 +241,10 @@ class Spool:
             out += [m for m in self._memory if m.id > after]
             return out[:limit]
 
-    def reject(self, spool_id: int, reason: str) -> None:
+    def reject(self, spool_id: int, reason: str, say: bool = True) -> None:
         """Set aside a message that can never be published (table ``rejected``, the newest
-        ``REJECTED_MAX`` kept), so it neither blocks the queue nor vanishes without a word."""
+        ``REJECTED_MAX`` kept), so it neither blocks the queue nor vanishes without a word
+        (``say=False``: the caller says it, rate-limited)."""
         with self._lock:
             before = len(self._memory)
             self._memory = deque(m for m in self._memory if m.id != spool_id)
@@ -262,6 +263,8 @@ class Spool:
                     )
                 self._recount()
             self.rejected += 1
+        if not say:
+            return
         log.error(
             "spool %s: alert %d can never be published (%s); set aside in the table 'rejected' "
             "(%d so far)",
