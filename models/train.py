@@ -122,7 +122,8 @@ def prepare(cfg: TrainConfig, member: int = 0) -> Run:
     pyramid = "-pyramid-" + "-".join(cfg.scales) if cfg.scales else ""
     name = cfg.name or f"{Path(cfg.data).name}-t{cfg.frames}s{cfg.stride}{pyramid}-{cfg.aug}"
     out = Path(cfg.out) / name
-    out.mkdir(parents=True, exist_ok=True)
+    if distributed.rank() == 0:  # the other ranks write nothing (rank_zero_first: it exists)
+        out.mkdir(parents=True, exist_ok=True)
     spec = spec_for(cfg, ds.classes)
     warn_about(name, cfg, ds, spec)
     dl = loaders(cfg, ds, spec, member)
