@@ -204,7 +204,10 @@ def train(cfg: TrainConfig, member: int = 0) -> dict | None:
     amp = device.type == "cuda"
     scaler = torch.amp.GradScaler(enabled=amp)
     last = out / "last.pt"
-    ckpt = resume(last, spec, net, (opt, sched, scaler)) if cfg.resume and last.is_file() else {}
+    # rank 0's last.pt, on every rank: on several machines, only rank 0's has one
+    ckpt = distributed.share(read_last(last, spec) if lead and cfg.resume else None) or {}
+    if ckpt:
+        restore(ckpt, net, (opt, sched, scaler))
     began = ckpt["start"] if ckpt else None
     if not ckpt and lead:
         began = start_metrics(cfg.pretrained, net, dl, ds.classes, device)
@@ -223,7 +226,7 @@ def train(cfg: TrainConfig, member: int = 0) -> dict | None:
     if ckpt:  # the random stream (dropout) where the interrupted run had it
         torch.set_rng_state(ckpt["rng"])
     # a resumed run that had already stopped (plateau, time limit) stops again, before training
-    why = stop.reason(start < cfg.epochs) if history else None
+    why = distributed.share(stop.reason(start < cfg.epochs) if history else None)
     reason = why or f"epochs: all {cfg.epochs} run"
     for epoch in range(start, cfg.epochs if not why else start):
         dl.train.dataset.epoch = epoch
@@ -372,21 +375,17 @@ def run_epoch(model, loader, steppers, scaler, amp: bool, device, desc: str) -> 
     }
 
 
-def resume(path: Path, spec: HyperframeSpec, net, steppers: tuple) -> dict:
-    """Load ``path`` (a last.pt) into ``net`` and ``steppers`` (optimizer, scheduler, grad
-    scaler); returns the checkpoint, its history and starting scores decoded."""
+def read_last(path: Path, spec: HyperframeSpec) -> dict | None:
+    """``path`` (a last.pt) to resume from, its history and starting scores decoded; None if
+    there is none (a new run)."""
+    if not path.is_file():
+        return None
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     old = HyperframeSpec.from_json(ckpt["spec"])
     if old.classes != spec.classes:
         raise BadData(
             f"{path}: cannot resume: it was trained on classes {list(old.classes)}, this dataset has {list(spec.classes)}; use a new --name"
         )
-    net.load_state_dict(ckpt["model"])
-    opt, sched, scaler = steppers
-    opt.load_state_dict(ckpt["optimizer"])
-    sched.load_state_dict(ckpt["scheduler"])
-    if ckpt.get("scaler"):
-        scaler.load_state_dict(ckpt["scaler"])
     ckpt.setdefault("rng", torch.get_rng_state())  # a last.pt from before it was saved
     log.info("%s: resumed after epoch %d", path, ckpt["epoch"])
     return {
@@ -394,6 +393,17 @@ def resume(path: Path, spec: HyperframeSpec, net, steppers: tuple) -> dict:
         "history": json.loads(ckpt["history"]),
         "start": json.loads(ckpt.get("start", "null")),
     }
+
+
+def restore(ckpt: dict, net, steppers: tuple) -> None:
+    """``read_last``'s checkpoint into ``net`` and ``steppers`` (optimizer, scheduler, grad
+    scaler)."""
+    net.load_state_dict(ckpt["model"])
+    opt, sched, scaler = steppers
+    opt.load_state_dict(ckpt["optimizer"])
+    sched.load_state_dict(ckpt["scheduler"])
+    if ckpt.get("scaler"):
+        scaler.load_state_dict(ckpt["scaler"])
 
 
 def _named(cfg: TrainConfig, suffix: str) -> str:
