@@ -28,15 +28,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def runs(tiny_actions: Path, tmp_path_factory) -> Path:
-    """``runs/one``: one process, batch 16; ``runs/two``: torchrun, 2 ranks of batch 8 (the
-    ranks' outputs in ``written-rank{0,1}.txt``, ``two.out``, ``two.err``)."""
-    tmp = tmp_path_factory.mktemp("ddp")
-    where = ["--data", str(tiny_actions), "--out", str(tmp / "runs"), "--cache", str(tmp / "cache")]
-    r = run_module("models.train", *RUN, *where, "--batch", "16", "--name", "one", timeout=300)
-    assert r.returncode == 0, r.stderr
-    torchrun = [
+def torchrun(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``torchrun`` of 2 CPU ranks of ``models.train ARGS`` on a free port of 127.0.0.1, each rank
+    listing what it wrote under ``tmp/runs`` in ``tmp/written-rank{0,1}.txt``."""
+    cmd = [
         sys.executable,
         "-m",
         "torch.distributed.run",
@@ -50,19 +45,26 @@ def runs(tiny_actions: Path, tmp_path_factory) -> Path:
         str(free_port()),
         "-m",
         "tests.models.audited_train",
+        *args,
     ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "AUDIT_ROOT": str(tmp / "runs")}
-    r = subprocess.run(
-        [*torchrun, *RUN, *where, "--batch", "8", "--name", "two"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**env, "OMP_NUM_THREADS": "1"},  # two ranks on a 2-core box: one thread each
+    # two ranks on a 2-core box: one thread each
+    env = {"PYTHONPATH": str(ROOT), "AUDIT_ROOT": str(tmp / "runs"), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300, cwd=ROOT, env={**os.environ, **env}
     )
-    (tmp / "two.out").write_text(r.stdout)
-    (tmp / "two.err").write_text(r.stderr)
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_actions: Path, tmp_path_factory) -> Path:
+    """``runs/one``: one process, batch 16; ``runs/two``: torchrun, 2 ranks of batch 8 (what
+    they printed in ``two.out``)."""
+    tmp = tmp_path_factory.mktemp("ddp")
+    where = ["--data", str(tiny_actions), "--out", str(tmp / "runs"), "--cache", str(tmp / "cache")]
+    r = run_module("models.train", *RUN, *where, "--batch", "16", "--name", "one", timeout=300)
     assert r.returncode == 0, r.stderr
+    r = torchrun(tmp, *RUN, *where, "--batch", "8", "--name", "two")
+    assert r.returncode == 0, r.stderr
+    (tmp / "two.out").write_text(r.stdout)
     return tmp
 
 
@@ -98,6 +100,18 @@ def test_two_ranks_train_like_one_process(runs: Path):
     for a, b in zip(one["history"], two["history"], strict=True):
         assert a["epoch"] == b["epoch"] and b["val_loss"] == pytest.approx(a["val_loss"], rel=0.25)
     assert sum(map(sum, two["test"]["confusion"])) == sum(map(sum, one["test"]["confusion"]))
+
+
+def test_a_soup_trains_each_member_on_both_ranks(tiny_actions: Path, tmp_path: Path):
+    where = ["--data", str(tiny_actions), "--out", str(tmp_path / "runs")]
+    where += ["--cache", str(tmp_path / "cache")]
+    r = torchrun(tmp_path, *TINY, "--soup", "2", *where, "--name", "soup")
+    assert r.returncode == 0, r.stderr
+    m = json.loads((tmp_path / "runs" / "soup" / "metrics.json").read_text())
+    assert [x["name"] for x in m["stopped"]["members"]] == ["soup/member0", "soup/member1"]
+    assert (tmp_path / "runs" / "soup" / "member1" / "best.pt").is_file()
+    assert "soup/member1" in (tmp_path / "written-rank0.txt").read_text()
+    assert (tmp_path / "written-rank1.txt").read_text() == ""
 
 
 @pytest.mark.parametrize(("n", "ranks"), [(36, 2), (37, 2), (10, 3), (5, 1)])
