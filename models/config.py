@@ -144,7 +144,8 @@ HELP = {
     "(T frames every S, ending O frames before the newest), e.g. 3x1 3x4; T must be --frames "
     "and the first S --stride",
     "size": "input height and width in pixels (frames are squashed to it, whole: no crop)",
-    "batch": "samples per training step",
+    "batch": "samples per training step, per process under torchrun (the global batch is N "
+    "times this; --lr is not scaled: docs/training.md)",
     "epochs": "at most this many epochs (the cosine schedule spans them)",
     "optimizer": "adamw or sgd (momentum 0.9)",
     "lr": "peak learning rate",
@@ -182,9 +183,11 @@ HELP = {
     "test_fraction": "part of all videos held out as the test split (layouts without a test list)",
     "flip": "horizontal-flip labels: auto (flip.json, else pair left/right names), none, or a JSON file",
     "patience": "stop after this many epochs without validation improvement (0: never)",
-    "time_limit": "stop after the epoch that passes this many minutes of training (0: none)",
+    "time_limit": "stop after the epoch that passes this many minutes of training, counting "
+    "those of the invocations --resume continues (0: none)",
     "baseline": "also train T=1 (single frame) the same way and report both",
-    "resume": "continue OUT/NAME/last.pt",
+    "resume": "continue OUT/NAME/last.pt after its last completed epoch (optimizer, schedule, "
+    "draws, best epoch, patience and time spent as they were)",
     "workers": "DataLoader worker processes",
     "seed": "seed for splits, sampling and initialisation",
     "device": "auto, cpu, cuda, cuda:N",

@@ -44,3 +44,11 @@ def test_no_epoch_before_the_windows_are_chosen_is_kept_once_one_after_is(rows, 
     s = Stopper(0, 0.0, from_epoch=3)
     kept = [epoch for epoch, (top1, loss) in enumerate(rows, 1) if s.update(epoch, top1, loss)]
     assert s.best_epoch == best and kept[-1] == best
+
+
+def test_a_resumed_run_counts_the_time_it_already_spent():
+    """--resume hands the stopper the seconds of the runs it continues: a limit they have
+    used up stops after the first epoch of the new invocation."""
+    assert Stopper(0, 60.0, spent_s=59.0).reason(more_epochs=True) is None
+    assert Stopper(0, 60.0, spent_s=61.0).reason(more_epochs=True).startswith("time limit: 1.0")
+    assert Stopper(0, 60.0, spent_s=30.0).elapsed_s() >= 30.0
