@@ -21,6 +21,7 @@ import io
 import ipaddress
 import json
 import logging
+import os
 import re
 import threading
 from collections import Counter, deque
@@ -203,9 +204,18 @@ class HttpSink:
         return buf.tobytes() if ok else None
 
     def snapshot(self, name: str) -> bytes | None:
+        """The JPEG behind ``/snapshots/<name>``: a file of the store's directory itself, never
+        a symbolic link (which could lead anywhere this user may read)."""
         store = self.run.snapshots
         file = None if store is None else store.path(name)
-        return None if file is None else file.read_bytes()
+        if file is None or file.is_symlink() or file.resolve().parent != store.dir.resolve():
+            return None
+        try:
+            fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW)  # a link put there since
+        except OSError:
+            return None
+        with open(fd, "rb") as f:
+            return f.read()
 
     def refused(self, host: str, client: str) -> None:
         """A request for a Host this server does not answer: a line a minute at most."""
