@@ -242,25 +242,45 @@ def test_a_burst_of_100_connections_waits_in_the_backlog_not_for_a_retransmit(se
 
 
 def test_slow_clients_take_no_thread_each_and_others_are_still_answered(serve):
-    """200 clients that send half a request and wait: each used to hold a thread of its own
-    (for 5 s at least, forever for one sending a byte every 4 s)."""
+    """300 clients that send half a request and wait: each used to hold a thread of its own
+    (for 5 s at least, forever for one sending a byte every 4 s). Past ``MAX_PENDING`` the
+    oldest are closed, so one that sends its request at once is still answered."""
+    from edge_hf.sinks.http_server import MAX_PENDING
+
     _, _, port = serve()
     base = threading.active_count()
     slow = []
     try:
-        for _ in range(200):
+        for _ in range(300):
             s = socket.create_connection(("127.0.0.1", port), timeout=10)
             s.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # no end of head
             slow.append(s)
         assert request(port, "/api/events")[0] == 200  # not 503: nobody is held up
         most = [threading.active_count()]
         grew = wait_until(lambda: most.append(threading.active_count()) or most[-1] > base, 2.0)
-        print(f"\n200 slow clients: {base} threads before, {max(most)} with them")
-        assert not grew, f"{max(most) - base} threads more for 200 slow clients"
+        print(f"\n300 slow clients: {base} threads before, {max(most)} with them")
+        assert not grew, f"{max(most) - base} threads more for 300 slow clients"
+        assert slow[0].recv(1) == b""  # closed to make room for newer ones
+        assert 300 - MAX_PENDING <= 300 - len(_still_open(slow)) <= 300 - MAX_PENDING + 1
     finally:
         for s in slow:
             s.close()
     assert request(port, "/api/events")[0] == 200
+
+
+def _still_open(socks: list[socket.socket]) -> list[socket.socket]:
+    """The sockets the server has not closed (no EOF waiting to be read)."""
+    out = []
+    for s in socks:
+        s.setblocking(False)
+        try:
+            if s.recv(1):
+                out.append(s)  # an answer: open (none is expected)
+        except BlockingIOError:
+            out.append(s)
+        finally:
+            s.setblocking(True)
+    return out
 
 
 def test_the_workers_are_a_fixed_pool(serve):

@@ -6,11 +6,13 @@ costs a thread of its own.
   for a moment instead of having its SYNs dropped (and sent again a second later).
 - One thread (``http``) accepts and reads every connection's request line and headers without
   blocking, up to ``MAX_PENDING`` connections at once, ``MAX_HEAD`` bytes and ``HEAD_TIMEOUT``
-  seconds each; a client that sends half a request holds a socket, not a thread. With no
-  connection open it sleeps in ``select`` until one comes: an idle server costs nothing.
+  seconds each; a client that sends half a request holds a socket, not a thread. When
+  ``MAX_PENDING`` are open, the oldest is closed to make room: clients that trickle their
+  requests (slowloris) cannot keep out one that sends its own at once. With no connection
+  open the thread sleeps in ``select`` until one comes: an idle server costs nothing.
 - A complete head goes to one of ``WORKERS`` threads, which answers it (``handle(sock, address,
   head)``, a ``BaseHTTPRequestHandler`` reading the head from memory); at most ``MAX_WAITING``
-  wait for a worker. Past either limit a connection is answered 503 at once.
+  wait for a worker, more are answered 503 at once.
 - A client that resets its connection, or goes away mid-answer, is one DEBUG line; a bug in a
   handler is one ERROR with its traceback, through logging like everything else.
 
@@ -141,9 +143,10 @@ class Server:
                 log.debug("http: accept: %s", e)
                 return
             sock.setblocking(False)
-            if len(pending) >= MAX_PENDING:
-                self._refuse(sock, address, "too many connections sending their request")
-                continue
+            if len(pending) >= MAX_PENDING:  # the oldest goes: it has sent the least, the slowest
+                oldest = next(iter(pending.values()))
+                log.debug("http: %s: closed, still sending its request", oldest.address[0])
+                self._drop(sel, pending, oldest)
             p = _Pending(sock, address, time.monotonic() + HEAD_TIMEOUT)
             pending[sock] = p
             sel.register(sock, selectors.EVENT_READ, p)
@@ -169,7 +172,7 @@ class Server:
         sel.unregister(p.sock)
         del pending[p.sock]
         if self._waiting.qsize() >= MAX_WAITING:
-            self._refuse(p.sock, p.address, "every worker busy")
+            self._refuse(p.sock, p.address)
             return
         p.sock.setblocking(True)
         self._waiting.put((p.sock, p.address, p.head))
@@ -179,12 +182,17 @@ class Server:
         del pending[p.sock]
         _close(p.sock)
 
-    def _refuse(self, sock: socket.socket, address: tuple, why: str) -> None:
+    def _refuse(self, sock: socket.socket, address: tuple) -> None:
         _answer(sock, 503, "Service Unavailable", "Retry-After: 1\r\n")
         _close(sock)
         more = self._busy.hit()
         if more is not None:
-            log.warning("http: answered 503 to %s: %s%s", address[0], why, Every.more(more))
+            log.warning(
+                "http: answered 503 to %s: %d requests already waiting for a worker%s",
+                address[0],
+                MAX_WAITING,
+                Every.more(more),
+            )
 
     # ------------------------------------------------------------------ answering
 
