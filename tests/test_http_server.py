@@ -338,3 +338,22 @@ def test_check_config_refuses_what_run_would(tmp_path: Path, listen: str, code: 
         r = run_cli(*command, timeout=60)
         assert r.returncode == code, (command, r.stderr)
         assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_connection_closed_to_make_room_while_it_sends_is_no_trouble(serve, monkeypatch):
+    """The oldest half-sent request is closed when a new connection comes, perhaps in the same
+    wake-up as its own next bytes (which must then be ignored, not read from a closed socket)."""
+    from edge_hf.sinks import http_server
+
+    monkeypatch.setattr(http_server, "MAX_PENDING", 2)
+    _, _, port = serve()
+    slow = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(2)]
+    try:
+        for _ in range(100):
+            slow[0].sendall(b"GET /api/events HTTP/1.1\r\n")  # the oldest's next bytes, and
+            slow.append(socket.create_connection(("127.0.0.1", port), timeout=10))  # a newcomer
+            slow.pop(0).close()
+        assert request(port, "/api/events")[0] == 200
+    finally:
+        for s in slow:
+            s.close()

@@ -128,6 +128,8 @@ class Server:
                 now = time.monotonic()
                 for p in [p for p in pending.values() if p.deadline <= now]:
                     self._drop(sel, pending, p)  # too slow: closed without an answer
+        except Exception:  # a bug: said through logging, not on stderr by threading
+            log.exception("http: the server stopped accepting connections")
         finally:
             for p in list(pending.values()):
                 self._drop(sel, pending, p)
@@ -152,6 +154,8 @@ class Server:
             sel.register(sock, selectors.EVENT_READ, p)
 
     def _read(self, sel: selectors.BaseSelector, pending: dict, p: _Pending) -> None:
+        if pending.get(p.sock) is not p:  # closed to make room since select() saw it ready
+            return
         try:
             data = p.sock.recv(16384)
         except (BlockingIOError, InterruptedError):
