@@ -28,7 +28,7 @@ through ``python -m bench.inject``), to show each gate can fail:
 - ``poll``: the inference loop polls every 0.2 ms instead of sleeping until a hyperframe is ready.
 - ``int8-no-lpt``: the INT8 IR compiled without OpenVINO's low-precision transformations (its
   FakeQuantize ops then run in FP32);
-- ``http-poll``: the HTTP sink's server polls every 1 ms instead of every 0.5 s.
+- ``http-poll``: the HTTP sink's server polls every 1 ms instead of sleeping until a connection comes.
 - ``train-contiguous``: the trainer's network in the default memory layout (workstation: the
   trainer's step, not the runtime's).
 """

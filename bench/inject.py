@@ -122,14 +122,20 @@ def _serialise_decode_and_inference() -> None:
 
 
 def _busy_http_server() -> None:
-    """The HTTP sink's server wakes every 1 ms (say, to look for work) instead of every 0.5 s."""
-    from edge_hf.sinks import http
+    """The HTTP sink's server wakes every 1 ms (say, to look for work) instead of sleeping until
+    a connection comes."""
+    import selectors
+    import types
 
-    class Polling(http.ThreadingHTTPServer):
-        def serve_forever(self, poll_interval: float = 0.5) -> None:
-            super().serve_forever(0.001)
+    from edge_hf.sinks import http_server
 
-    http.ThreadingHTTPServer = Polling
+    class Polling(selectors.DefaultSelector):
+        def select(self, timeout: float | None = None):
+            return super().select(0.001 if timeout is None else min(timeout, 0.001))
+
+    http_server.selectors = types.SimpleNamespace(
+        DefaultSelector=Polling, EVENT_READ=selectors.EVENT_READ
+    )
 
 
 def feed_dict_call(backend, inputs: list[np.ndarray]):

@@ -2,10 +2,10 @@
 HTTP sink serving, minus the same stretch without it, against the cheapest work a camera always
 does (the engine's limit call at 25 a second, paced), all in the same interleaved rounds.
 
-Nothing is computed until a request comes; the server's thread only wakes twice a second to see
-whether it must stop (``serve_forever(poll_interval=0.5)``), about 0.1 ms of CPU a second. The
-regression this guards is a server that polls (``EDGE_HF_BENCH_INJECT=http-poll``: every 1 ms),
-or any timer that renders pages, metrics or frames for nobody.
+Nothing is computed until a request comes; the server's threads sleep until a connection comes
+(``select`` without a timeout, workers on a queue) or it is closed. The regression this guards
+is a server that polls (``EDGE_HF_BENCH_INJECT=http-poll``: every 1 ms), or any timer that
+renders pages, metrics or frames for nobody.
 """
 
 from __future__ import annotations

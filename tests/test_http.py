@@ -9,6 +9,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -57,11 +58,16 @@ class FakeRuntime:
 
 
 def get(port: int, path: str) -> tuple[int, str]:
+    code, body = get_bytes(port, path)
+    return code, body.decode()
+
+
+def get_bytes(port: int, path: str) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-            return r.status, r.read().decode()
+            return r.status, r.read()
     except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+        return e.code, e.read()
 
 
 def samples(text: str) -> dict[tuple[str, tuple], float]:
@@ -221,3 +227,31 @@ def test_api_frame_is_the_newest_frame_as_a_small_jpeg_made_on_request(served):
         image = cv2.imdecode(np.frombuffer(r.read(), np.uint8), cv2.IMREAD_COLOR)
     assert image.shape == (360, 640, 3) and abs(float(image.mean()) - 200) < 2
     assert get(port, "/api/frame/yard")[0] == 404
+
+
+def test_snapshots_are_files_of_their_folder_never_symlinks(tmp_path: Path):
+    """A name of the store's pattern may still be a symbolic link (put there by anyone who can
+    write the folder): to a file outside, or to one inside; both are 404, a real one is 200."""
+    from edge_hf.snapshots import SnapshotOptions, SnapshotStore
+
+    outside = tmp_path / "secret.jpg"
+    outside.write_bytes(b"not for the web")
+    store = SnapshotStore(SnapshotOptions(tmp_path / "snaps"))
+    real = store.save(
+        "porch", "fall", str(uuid.uuid4()), time.time(), np.zeros((8, 8, 3), np.uint8)
+    )
+    (store.dir / "porch-fall-out.jpg").symlink_to(outside)
+    (store.dir / "porch-fall-in.jpg").symlink_to(store.dir / real.file)
+    rt, port = FakeRuntime(), free_port()
+    sink = HttpSink(HttpOptions("127.0.0.1", port))
+    sink.start(replace(rt.info(), snapshots=store))
+    try:
+        assert get_bytes(port, f"/snapshots/{real.file}") == (
+            200,
+            (store.dir / real.file).read_bytes(),
+        )
+        for name in ("porch-fall-out.jpg", "porch-fall-in.jpg", "secret.jpg", "..%2Fsecret.jpg"):
+            code, body = get_bytes(port, f"/snapshots/{name}")
+            assert code == 404 and b"not for the web" not in body, name
+    finally:
+        sink.close()

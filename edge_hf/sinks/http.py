@@ -7,19 +7,26 @@ has stalled, a loop has stopped or a sink says it is degraded), ``/api/events`` 
 status page (``assets/status.html``: plain HTML, CSS and a little script reading the two APIs;
 no build step, no external assets).
 
-A stdlib ``ThreadingHTTPServer``: one thread per request, each with a socket timeout, so a slow
-or silent client holds nothing else up; ``close`` stops it within a second. Nothing is computed
-until someone asks.
+The server (``http_server``) reads request heads on one thread and answers them on a fixed
+pool of workers, so a slow, silent or resetting client holds nothing else up and costs no thread
+of its own; ``close`` stops it within a second. It answers only the Host names it listens on
+(``http_server.Hosts``; ``--http-allowed-host`` adds a reverse proxy's): 421 to the others,
+whose pages could otherwise read frames through DNS rebinding. Nothing is computed until
+someone asks.
 """
 
 from __future__ import annotations
 
+import io
+import ipaddress
 import json
 import logging
+import os
+import re
 import threading
 from collections import Counter, deque
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -30,35 +37,73 @@ from edge_hf.alerts import Event
 from edge_hf.errors import SinkError, UsageError
 from edge_hf.health import RateMeter
 from edge_hf.sinks.base import RunInfo, SinkSection
+from edge_hf.sinks.http_server import Every, Hosts, Server, check_address
 
 log = logging.getLogger("edge_hf.http")
 RECENT = 100  # events kept for /api/events
 STALE_AFTER = 10.0  # seconds without a heartbeat before /healthz calls a loop stopped
-REQUEST_TIMEOUT = 5.0  # seconds a client may take to send its request
+REQUEST_TIMEOUT = 5.0  # seconds a client may take to read each part of the answer
 PREVIEW_HEIGHT = 360  # pixels: the status page's latest frames
 PAGE = Path(__file__).resolve().parent.parent / "assets" / "status.html"
 
 
 @dataclass(frozen=True)
 class HttpOptions:
-    host: str = "127.0.0.1"
+    host: str = "127.0.0.1"  # an IP address (IPv6 without brackets) or a host name
     port: int = 9108
+    allowed_hosts: tuple[str, ...] = ()  # Host names answered besides the listening ones
+
+    @property
+    def address(self) -> str:
+        """``host:port``, ``[v6]:port``: as --http takes it."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+_LABEL = re.compile(r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?")
+
+
+def _host(text: str) -> str | None:
+    """An IP address (IPv6 in brackets or not) or a host name, normalized; None if neither."""
+    inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        return str(ipaddress.ip_address(inner))
+    except ValueError:
+        pass
+    name = text.lower().removesuffix(".")
+    if len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split(".")):
+        return name
+    return None
 
 
 def listen(v: Any, where: str) -> HttpOptions:
     """``PORT`` (loopback), ``HOST:PORT`` or ``[IPv6]:PORT``."""
     text = str(v).strip() if isinstance(v, (str, int)) and not isinstance(v, bool) else ""
     host, sep, port = text.rpartition(":")
-    host = host.strip("[]") if sep else "127.0.0.1"
-    if not port.isdigit() or not 0 < int(port) < 65536 or (sep and not host):
+    name = _host(host) if sep else "127.0.0.1"
+    bad_port = not port.isdigit() or not 0 < int(port) < 65536
+    if not bad_port and name and ":" in name and not host.startswith("["):
+        raise UsageError(f"{where}: an IPv6 address goes in brackets: [{name}]:{port}, found {v!r}")
+    if bad_port or not name:
         raise UsageError(
-            f"{where}: expected [HOST:]PORT with a port from 1 to 65535 (e.g. 127.0.0.1:9108), "
-            f"found {v!r}"
+            f"{where}: expected [HOST:]PORT with a port from 1 to 65535 (e.g. 127.0.0.1:9108 or "
+            f"[::1]:9108), found {v!r}"
         )
-    return HttpOptions(host, int(port))
+    return HttpOptions(name, int(port))
 
 
 listen.metavar = "[HOST:]PORT"
+
+
+def allowed_hosts(v: Any, where: str) -> tuple[str, ...]:
+    """Flags: ``["edge.example.org", …]`` (repeated); a file: the same list."""
+    items = v if isinstance(v, list) else [None]
+    names = [_host(h.strip()) if isinstance(h, str) else None for h in items]
+    if None in names:
+        raise UsageError(
+            f"{where}: expected a list of host names or addresses without a port (e.g. "
+            f'["edge.example.org"]), found {v!r}'
+        )
+    return tuple(names)
 
 
 class HttpSink:
@@ -71,8 +116,8 @@ class HttpSink:
         self._open: dict[str, set[str]] = {}  # camera -> labels with an alert open
         self._meter = RateMeter()  # the status page's rates (since its previous request)
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: Server | None = None
+        self._refused = Every(60.0)  # refused Host names: a line a minute at most
 
     def start(self, run: RunInfo) -> None:
         from prometheus_client import CollectorRegistry
@@ -83,19 +128,14 @@ class HttpSink:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(Collector(run.counters, run.statuses, self.alerts))
         try:
-            self._server = ThreadingHTTPServer((self.opts.host, self.opts.port), _handler(self))
+            self._server = Server((self.opts.host, self.opts.port), _handler(self))
         except OSError as e:
-            raise SinkError(
-                f"--http {self.opts.host}:{self.opts.port}: cannot listen ({e.strerror}); "
-                f"choose another port or address"
-            ) from None
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.5,), name="http", daemon=True
-        )
-        self._thread.start()
+            raise _cannot_listen(self.opts, e) from None
         host, port = self._server.server_address[:2]
-        log.info("http: status page http://%s:%d/ (and /metrics, /healthz)", host, port)
+        self.hosts = Hosts.of(self.opts.host, host, self.opts.allowed_hosts)
+        self._server.start()
+        shown = replace(self.opts, host=host.partition("%")[0], port=port).address
+        log.info("http: status page http://%s/ (and /metrics, /healthz)", shown)
 
     def emit(self, event: Event) -> None:
         with self._lock:
@@ -108,12 +148,9 @@ class HttpSink:
                 open_.discard(event.label)
 
     def close(self) -> None:
-        if self._server is None:
-            return
-        self._server.shutdown()  # waits for serve_forever's poll (0.5 s at most)
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(1.0)
+        if self._server is not None:
+            self._server.close()  # within a second
+        self._server = None
 
     def status(self) -> dict:
         return {"listening": self._server is not None}
@@ -171,9 +208,32 @@ class HttpSink:
         ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 80])
         return buf.tobytes() if ok else None
 
-    def snapshot(self, name: str) -> Path | None:
+    def snapshot(self, name: str) -> bytes | None:
+        """The JPEG behind ``/snapshots/<name>``: a file of the store's directory itself, never
+        a symbolic link (which could lead anywhere this user may read)."""
         store = self.run.snapshots
-        return None if store is None else store.path(name)
+        file = None if store is None else store.path(name)
+        if file is None or file.is_symlink() or file.resolve().parent != store.dir.resolve():
+            return None
+        try:
+            fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW)  # a link put there since
+        except OSError:
+            return None
+        with open(fd, "rb") as f:
+            return f.read()
+
+    def refused(self, host: str, client: str) -> None:
+        """A request for a Host this server does not answer: a line a minute at most."""
+        more = self._refused.hit()
+        if more is not None:
+            log.warning(
+                "http: refused a request for Host %r from %s: not a name this server listens "
+                "on; behind a reverse proxy, add its name with --http-allowed-host NAME "
+                "(http.allowed_hosts)%s",
+                host[:100],
+                client,
+                Every.more(more),
+            )
 
     def metrics(self) -> bytes:
         from prometheus_client import generate_latest
@@ -181,13 +241,35 @@ class HttpSink:
         return generate_latest(self.registry)
 
 
+def _cannot_listen(opts: HttpOptions, e: OSError) -> SinkError:
+    return SinkError(
+        f"--http {opts.address}: cannot listen ({e.strerror or e}); choose another port or address"
+    )
+
+
 def _handler(sink: HttpSink) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        """One request, whose head the server has read already (``head``)."""
+
         timeout = REQUEST_TIMEOUT
         server_version = "edge-hf"
         sys_version = ""  # not the Python version
 
+        def __init__(self, sock, address: tuple, head: bytes) -> None:
+            self.head = head
+            super().__init__(sock, address, None)
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile.close()  # the socket's: the head has been read from it already
+            self.rfile = io.BytesIO(self.head)
+
         def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            hosts = self.headers.get_all("Host") or []
+            if len(hosts) > 1 or not sink.hosts.allows(hosts[0] if hosts else None):
+                sink.refused(", ".join(hosts), self.address_string())
+                self._send(421, "text/plain", b"421 not a host name this server answers\n")
+                return
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 from prometheus_client import CONTENT_TYPE_LATEST
@@ -207,11 +289,11 @@ def _handler(sink: HttpSink) -> type[BaseHTTPRequestHandler]:
                 else:
                     self._send(200, "image/jpeg", jpeg)
             elif path.startswith("/snapshots/"):
-                file = sink.snapshot(path.removeprefix("/snapshots/"))
-                if file is None:
+                jpeg = sink.snapshot(path.removeprefix("/snapshots/"))
+                if jpeg is None:
                     self._json(404, {"error": "no such snapshot"})
                 else:
-                    self._send(200, "image/jpeg", file.read_bytes())
+                    self._send(200, "image/jpeg", jpeg)
             elif path in ("/", "/index.html"):
                 self._send(200, "text/html; charset=utf-8", PAGE.read_bytes())
             else:
@@ -229,6 +311,10 @@ def _handler(sink: HttpSink) -> type[BaseHTTPRequestHandler]:
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
             self.wfile.write(body)
+            log.debug('http: %s "%s" %d', self.address_string(), self.requestline, code)
+
+        def log_request(self, code: Any = "-", size: Any = "-") -> None:
+            pass  # _send logs the request once it is answered: one line, or the server's reset
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             log.debug("http: %s %s", self.address_string(), format % args)
@@ -237,11 +323,20 @@ def _handler(sink: HttpSink) -> type[BaseHTTPRequestHandler]:
 
 
 def _settings(v: dict[str, Any]) -> HttpOptions | None:
-    return v["http.listen"]
+    opts = v["http.listen"]
+    return None if opts is None else replace(opts, allowed_hosts=v["http.allowed_hosts"])
+
+
+def _check(opts: HttpOptions) -> None:
+    """check-config: the address is one this machine can listen on, as ``run`` would find."""
+    try:
+        check_address(opts.host, opts.port)
+    except OSError as e:
+        raise _cannot_listen(opts, e) from None
 
 
 def _describe(opts: HttpOptions) -> dict:
-    return {"listen": f"{opts.host}:{opts.port}"}
+    return {"listen": opts.address, "allowed_hosts": list(opts.allowed_hosts)}
 
 
 OPTIONS = (
@@ -250,7 +345,16 @@ OPTIONS = (
         "--http",
         listen,
         None,
-        "serve a status page, /metrics, /healthz and /api/events on [HOST:]PORT (host default 127.0.0.1; give an address to expose it)",
+        "serve a status page, /metrics, /healthz and /api/events on [HOST:]PORT (host default 127.0.0.1, IPv6 as [::1]:PORT; give an address to expose it)",
+    ),
+    Option(
+        "http.allowed_hosts",
+        "--http-allowed-host",
+        allowed_hosts,
+        (),
+        "a Host name to answer besides those --http listens on (a reverse proxy's); repeatable",
+        "append",
+        "NAME",
     ),
 )
-SECTION = SinkSection("http", OPTIONS, _settings, HttpSink, describe=_describe)
+SECTION = SinkSection("http", OPTIONS, _settings, HttpSink, check=_check, describe=_describe)
