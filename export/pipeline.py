@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 
 from edge_hf.spec import HyperframeSpec, Then
 from export import floatops, heldout, measure, ranges
@@ -24,7 +25,7 @@ from models.checkpoint import Checkpoint, load_checkpoint
 from models.errors import BadArguments, BadData, OutputExists
 from models.evaluation import clips
 from models.evaluation.wait import choose_wait
-from models.to_onnx import OPSET, backbone_of, export_onnx
+from models.to_onnx import OPSET, backbone_of, save_onnx, trace_model
 
 REPORT_FILES = ("report.json", "MODEL_CARD.md")
 
@@ -58,8 +59,9 @@ def run(opts: ExportOptions) -> dict:
         data = tuned_on(data, opts.tune, ckpt.spec, ckpt.config)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
-        spec, waited = _wait(ckpt, spec, data, opts, staging)
-        report = build(ckpt, spec, data, opts, staging)
+        graph = trace_model(ckpt.net, spec)  # once: the wait's choice and the files share it
+        spec, waited = _wait(ckpt, spec, data, opts, staging, graph)
+        report = build(ckpt, spec, data, opts, staging, graph)
         report["export"]["wait"] = waited
         if opts.held_out is not None:  # every file built, the FP32 one even when not shipped
             names = [n for n in heldout.NAMES if n in report["formats"]]
@@ -79,14 +81,19 @@ def run(opts: ExportOptions) -> dict:
 
 
 def _wait(
-    ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOptions, folder: Path
+    ckpt: Checkpoint,
+    spec: HyperframeSpec,
+    data: EvalData,
+    opts: ExportOptions,
+    folder: Path,
+    graph: onnx.ModelProto,
 ) -> tuple[HyperframeSpec, dict | None]:
     """The spec with the wait for lying chosen for this model (models.evaluation.wait) when the
     export added that rule itself (no ``--then``); else as it is, and None for the report."""
     if opts.then is not None or ckpt.spec.alert_then or len(spec.alert_then) != 1:
         return spec, None
     path = folder / "wait.onnx"  # staging only: dropped by run()
-    export_onnx(ckpt.net, spec, path)
+    save_onnx(graph, spec, path)
     return choose_wait(path, spec, data.tune_videos, data.classes)
 
 
@@ -119,10 +126,16 @@ class Built:
 
 
 def build(
-    ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOptions, folder: Path
+    ckpt: Checkpoint,
+    spec: HyperframeSpec,
+    data: EvalData,
+    opts: ExportOptions,
+    folder: Path,
+    graph: onnx.ModelProto,
 ) -> dict:
-    """Write every needed format into ``folder`` and measure it (the report's content)."""
-    built = write_formats(ckpt, spec, data, opts, folder)
+    """Write every needed format of the traced ``graph`` into ``folder`` and measure it (the
+    report's content)."""
+    built = write_formats(ckpt, spec, data, opts, folder, graph)
     rows = {name: _row(name, built, ckpt, data, opts) for name in built.logits}
     _latency(rows, built, ckpt, data, opts.repeats)
     if "openvino-int8" in rows:
@@ -169,7 +182,12 @@ def build(
 
 
 def write_formats(
-    ckpt: Checkpoint, spec: HyperframeSpec, data: EvalData, opts: ExportOptions, folder: Path
+    ckpt: Checkpoint,
+    spec: HyperframeSpec,
+    data: EvalData,
+    opts: ExportOptions,
+    folder: Path,
+    graph: onnx.ModelProto,
 ) -> Built:
     """torch -> ONNX -> OpenVINO FP32 -> INT8, as far as the chosen formats need; each float
     format is checked against the trained model before the next is built from it."""
@@ -184,7 +202,7 @@ def write_formats(
             )
 
     b.files["onnx"] = folder / BY_NAME["onnx"].filename
-    export_onnx(ckpt.net, spec, b.files["onnx"])
+    save_onnx(graph, spec, b.files["onnx"])
     written("onnx", measure.PARITY_TOL, "onnx (onnxruntime)")
     if BY_NAME["openvino"] in chosen:
         ov_model = convert(b.files["onnx"])

@@ -35,12 +35,12 @@ py="${PYTHON:-python3}"
 stamp=".venv/.edge-hf-$extras-$(sha1sum pyproject.toml | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing edge-hf[$extras] into .venv" >&2
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q --no-compile --upgrade pip >/dev/null
   if [[ ",$extras," == *",train,"* ]]; then
     # torch and torchvision as a matching pair before timm asks for "any torch" (docs/install.md)
     # shellcheck disable=SC2086
-    .venv/bin/python -m pip install -q ${TORCH_PACKAGES:-torch==2.14.1 torchvision==0.29.1}
+    .venv/bin/python -m pip install -q --no-compile ${TORCH_PACKAGES:-torch==2.14.1 torchvision==0.29.1}
   fi
-  .venv/bin/python -m pip install -q -e ".[$extras]"
+  .venv/bin/python -m pip install -q --no-compile -e ".[$extras]"
   rm -f .venv/.edge-hf-* && touch "$stamp"
 fi
