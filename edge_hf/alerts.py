@@ -9,12 +9,24 @@ A class may also need what comes *after* it (``Then``): a fall is followed by ly
 a stumble, a pick-up or a get-up are not. Its k of n then only arms it, and the alert starts once
 the pose's score reaches its threshold on k of the hyperframes that follow, within ``within``
 seconds of the last arming hit; otherwise it lapses, with no cooldown.
+
+Such an event lasts as long as the person is *down*: it stays open while the pose is seen and
+ends once it has not been for ``clear`` seconds (they got up, left the picture, or no one lies
+there any more). It carries ``down_for``: the seconds from the impact (the first hit of the
+class's k of n) to the newest hyperframe showing the pose. Once ``down_for`` reaches
+``down_for`` seconds a second, separate alert starts: the *down* level (``level="down"``, its
+own id, its own snapshot, entity ``<class>_down`` in the sinks), re-alarmed every ``realarm``
+seconds while it lasts, and ended with the event. A person who gets up sooner never raises it:
+``down_for`` stops growing when the pose is no longer seen.
+
+Every open event also sends an ``update`` every ``UPDATE_EVERY`` seconds of video (its score
+and ``down_for`` now), so a consumer sees it is still on without a flood of messages.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -27,6 +39,13 @@ from edge_hf.spec import Then
 # raises two alerts, short enough that a second fall soon after (one getting up and falling
 # again) raises its own (docs/results.md).
 DEFAULT_COOLDOWN = 5.0
+# Seconds without the pose that end a down event: longer than the pose's dips while someone
+# lies still (a limb across the body, a poor frame), shorter than a caregiver would wait.
+DEFAULT_CLEAR = 3.0
+# Seconds down before the down level alerts (issue 60: "fell and has not got up").
+DEFAULT_DOWN_FOR = 10.0
+UPDATE_EVERY = 5.0  # seconds of video between an open event's updates
+FAST, DOWN = "fast", "down"  # the alert levels
 
 
 @dataclass(frozen=True)
@@ -36,20 +55,35 @@ class AlertPolicy:
     n: int = 3
     cooldown: float = DEFAULT_COOLDOWN  # seconds
     then: tuple[Then, ...] = ()
+    down_for: float = DEFAULT_DOWN_FOR  # seconds down before the down level; 0: no down level
+    realarm: float = 0.0  # seconds between the down level's re-alarms; 0: none
+    clear: float = DEFAULT_CLEAR  # seconds without the pose that end a down event
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= self.n:
             raise UsageError(f"--k-of-n must satisfy 1 <= k <= n, found {self.k}/{self.n}")
-        if not 0 <= self.cooldown <= 86_400:  # also refuses inf and nan
-            raise UsageError(f"--cooldown must be 0 to 86400 seconds, found {self.cooldown}")
+        for name, flag in (("cooldown", "--cooldown"), ("down_for", "--down-for")):
+            if not 0 <= getattr(self, name) <= 86_400:  # also refuses inf and nan
+                raise UsageError(f"{flag} must be 0 to 86400 seconds, found {getattr(self, name)}")
+        if not (self.realarm == 0 or 10 <= self.realarm <= 86_400):
+            raise UsageError(
+                f"--re-alarm must be 0 (none) or 10 to 86400 seconds, found {self.realarm}"
+            )
+        if not 0 < self.clear <= 600:
+            raise ValueError(f"clear: expected 0 < seconds <= 600, found {self.clear}")
         for t in self.then:
             if (problem := t.problem()) is not None:
                 raise UsageError(problem)
 
 
+def down_key(label: str) -> str:
+    """The down level's name in the sinks (its state topic, entity, metrics label)."""
+    return f"{label}_down"
+
+
 @dataclass(frozen=True)
 class Event:
-    kind: str  # "start" | "end"
+    kind: str  # "start" | "update" | "realarm" (the down level) | "end"
     id: str
     camera: str
     label: str
@@ -63,6 +97,13 @@ class Event:
     # start: `frame` of the first hyperframe of the k-of-n run that started it (its oldest hit
     # among the last n; the snapshot is this hyperframe's centre frame); end: -1
     first: int = field(default=-1, compare=False)
+    level: str = FAST  # FAST: the class's own alert; DOWN: its person still down (escalation)
+    down_for: float | None = None  # a class that waits for a pose: seconds down so far
+
+    @property
+    def key(self) -> str:
+        """What the sinks name this alert by: the class, or ``<class>_down`` for its down level."""
+        return self.label if self.level == FAST else down_key(self.label)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -70,6 +111,7 @@ class Event:
             "id": self.id,
             "camera": self.camera,
             "label": self.label,
+            "level": self.level,
             "score": round(self.score, 4),
             "peak": round(self.peak, 4),
             "frame": self.frame,
@@ -77,6 +119,8 @@ class Event:
             .isoformat(timespec="milliseconds")
             .replace("+00:00", "Z"),
         }
+        if self.down_for is not None:
+            out["down_for"] = round(self.down_for, 1)
         if self.screen is not None:
             out["screen_score"] = round(self.screen, 4)
         if self.snapshot is not None:
@@ -89,7 +133,7 @@ _NONE: tuple[Event, ...] = ()
 
 class AlertLogic:
     """Per-camera alert state. ``update`` is called once per hyperframe and returns ``()``
-    unless an event starts or ends."""
+    unless an event starts, is updated, re-alarms or ends."""
 
     def __init__(
         self, camera: str, classes: tuple[str, ...], policy: AlertPolicy, fps: float
@@ -106,6 +150,15 @@ class AlertLogic:
         self._active: list[Event | None] = [None] * len(self.labels)
         self._quiet_until = [0] * len(self.labels)  # frame index
         self._then = _ThenState(classes, self.labels, policy, fps)
+        frames = lambda seconds: max(1, round(seconds * fps))  # noqa: E731
+        self._every, self._clear = frames(UPDATE_EVERY), frames(policy.clear)
+        self._down_after = frames(policy.down_for) if policy.down_for > 0 else -1
+        self._realarm = frames(policy.realarm) if policy.realarm > 0 else -1
+        self._impact = [-1] * len(self.labels)  # the open event's first frame (its impact)
+        self._seen = [-1] * len(self.labels)  # the newest frame that showed its pose
+        self._next = [0] * len(self.labels)  # the frame of its next update
+        self._down: list[Event | None] = [None] * len(self.labels)  # its down level, if on
+        self._next_realarm = [0] * len(self.labels)
 
     def update(
         self, probs: np.ndarray, frame: int, t: float, screen: np.ndarray | None = None
@@ -124,32 +177,98 @@ class AlertLogic:
             hits = int(np.count_nonzero(self._hits[c]))
             score = float(self._scores[c])
             active = self._active[c]
+            pose = self._then.pose[c]
             if active is None:
                 hit = None
                 if hits >= k and frame >= self._quiet_until[c]:  # peak: at least the threshold
                     hit = (score, float(self._window[c].max()), self._first_hit(c))
-                if self._then.pose[c] >= 0:  # it waits for its pose
-                    hit = self._then.follows(c, float(probs[self._then.pose[c]]), frame, hit)
+                if pose >= 0:  # it waits for its pose
+                    hit = self._then.follows(c, float(probs[pose]), frame, hit)
                 if hit is not None:
-                    ev = Event(
-                        "start",
-                        str(uuid.uuid4()),
-                        self.camera,
-                        self.labels[c],
-                        hit[0],
-                        hit[1],
-                        frame,
-                        t,
-                        screen=None if screen is None else float(screen[self._index[c]]),
-                        first=hit[2],
-                    )
-                    self._active[c] = ev
-                    events += (ev,)
+                    events += (self._start(c, hit, frame, t, screen),)
+            elif pose >= 0:  # a down event: open while the pose is seen
+                seen = float(probs[pose])
+                if seen >= self._then.thr[c]:
+                    self._seen[c] = frame
+                if frame - self._seen[c] >= self._clear:
+                    events += self._end(c, score, frame, t)
+                else:
+                    events += self._while_open(c, score, seen, frame, t)
             elif n - hits >= k:
-                events += (self._end(c, score, frame, t),)
-            elif score > active.peak:
-                self._active[c] = Event(**{**active.__dict__, "peak": score})
+                events += self._end(c, score, frame, t)
+            else:
+                events += self._while_open(c, score, 0.0, frame, t)
         return events
+
+    def _start(self, c: int, hit, frame: int, t: float, screen) -> Event:
+        waits = self._then.pose[c] >= 0
+        self._impact[c], self._seen[c], self._next[c] = hit[2], frame, frame + self._every
+        ev = Event(
+            "start",
+            str(uuid.uuid4()),
+            self.camera,
+            self.labels[c],
+            hit[0],
+            hit[1],
+            frame,
+            t,
+            screen=None if screen is None else float(screen[self._index[c]]),
+            first=hit[2],
+            down_for=self._down_seconds(c) if waits else None,
+        )
+        self._active[c] = ev
+        return ev
+
+    def _down_seconds(self, c: int) -> float:
+        return (self._seen[c] - self._impact[c]) / self.fps
+
+    def _while_open(
+        self, c: int, score: float, seen: float, frame: int, t: float
+    ) -> tuple[Event, ...]:
+        """An open event's peak, its down level's start and re-alarms, its periodic update."""
+        active = self._active[c]
+        if score > active.peak:
+            active = self._active[c] = replace(active, peak=score)
+        out = _NONE
+        waits = self._then.pose[c] >= 0
+        down_for = self._down_seconds(c) if waits else None
+        if waits and self._down_after > 0:
+            down = self._down[c]
+            if down is None and self._seen[c] - self._impact[c] >= self._down_after:
+                down = Event(
+                    "start",
+                    str(uuid.uuid4()),
+                    self.camera,
+                    active.label,
+                    seen,
+                    seen,
+                    frame,
+                    t,
+                    first=frame,  # its snapshot: the person on the floor now
+                    level=DOWN,
+                    down_for=down_for,
+                )
+                self._down[c], self._next_realarm[c] = down, frame + self._realarm
+                out += (down,)
+            elif down is not None and self._realarm > 0 and frame >= self._next_realarm[c]:
+                self._next_realarm[c] = frame + self._realarm
+                out += (
+                    replace(
+                        down,
+                        kind="realarm",
+                        score=seen,
+                        frame=frame,
+                        time=t,
+                        first=frame,
+                        down_for=down_for,
+                    ),
+                )
+        if frame >= self._next[c]:
+            self._next[c] = frame + self._every
+            out += (
+                replace(active, kind="update", score=score, frame=frame, time=t, down_for=down_for),
+            )
+        return out
 
     @property
     def waiting_classes(self) -> tuple[int, ...]:
@@ -172,11 +291,21 @@ class AlertLogic:
         oldest = next(j for j in range(n) if self._hits[c, (self._pos + j) % n])
         return int(self._frames[(self._pos + oldest) % n])
 
-    def _end(self, c: int, score: float, frame: int, t: float) -> Event:
+    def _end(self, c: int, score: float, frame: int, t: float) -> tuple[Event, ...]:
+        """End class ``c``'s event (its down level first, if on)."""
         active = self._active[c]
+        down_for = self._down_seconds(c) if self._then.pose[c] >= 0 else None
         self._active[c] = None
         self._quiet_until[c] = frame + round(self.policy.cooldown * self.fps)
-        return Event(
+        out = _NONE
+        if (down := self._down[c]) is not None:
+            self._down[c] = None
+            out += (
+                replace(
+                    down, kind="end", score=0.0, frame=frame, time=t, first=-1, down_for=down_for
+                ),
+            )
+        end = Event(
             "end",
             active.id,
             self.camera,
@@ -186,13 +315,17 @@ class AlertLogic:
             frame,
             t,
             screen=active.screen,
+            down_for=down_for,
         )
+        return (*out, end)
 
     def close(self, frame: int, t: float) -> tuple[Event, ...]:
         """End every open event (shutdown or end of stream), so no start is left dangling."""
-        return tuple(
-            self._end(c, 0.0, frame, t) for c, a in enumerate(self._active) if a is not None
-        )
+        out = _NONE
+        for c, a in enumerate(self._active):
+            if a is not None:
+                out += self._end(c, 0.0, frame, t)
+        return out
 
 
 class _ThenState:

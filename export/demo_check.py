@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_hf import synth
-from edge_hf.alerts import Event
+from edge_hf.alerts import FAST, Event
 from edge_hf.errors import EdgeHFError
 from edge_hf.runtime import DEMO_MODEL, RunConfig, Runtime
 from edge_hf.sources import SourceOptions
@@ -41,7 +41,7 @@ class _Starts:
         pass
 
     def emit(self, event: Event) -> None:
-        if event.kind == "start":
+        if event.kind == "start" and event.level == FAST:
             self.frames.append(event.frame)
 
     def close(self) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -111,6 +112,7 @@ def test_events_carry_id_peak_and_utc_time():
         "id": s.id,
         "camera": "porch",
         "label": "fall",
+        "level": "fast",
         "score": 0.6,
         "peak": 0.6,
         "frame": 7,
@@ -121,6 +123,7 @@ def test_events_carry_id_peak_and_utc_time():
         "id": None,
         "camera": "porch",
         "label": "fall",
+        "level": "fast",
         "score": 0.2,
         "peak": 0.9,
         "frame": 9,
@@ -224,3 +227,131 @@ def test_then_must_name_the_models_classes():
     ruled = replace(spec, alert_then=(Then("fall", "lying"),))  # the model's, unless --then
     assert alert_policy(ruled, RunConfig(cameras=("x",))).then == ruled.alert_then
     assert alert_policy(ruled, RunConfig(cameras=("x",), then=())).then == ()
+
+
+# ---- events that last while the person is down, and the down level (issue 60) --------------
+DOWN = dict(down_for=10.0, clear=3.0)
+
+
+def story(lying: list[float], policy: AlertPolicy | None = None, fps: float = 10.0):
+    """A fall (hyperframes 0-2, 2 of 3 at 0.9) then ``lying`` from hyperframe 3 on, at ``fps``
+    hyperframes a second; every event the logic returns, and those of a ``close`` after."""
+    policy = policy or AlertPolicy(
+        (("fall", 0.5),), 2, 3, 0.0, (Then("fall", "lying", 0.6, 1.0),), **DOWN
+    )
+    logic = AlertLogic("cam", POSES, policy, fps)
+    fall = [0.9, 0.9, 0.9] + [0.1] * len(lying)
+    out = []
+    for i, (f, ly) in enumerate(zip(fall, [0.0] * 3 + lying, strict=True)):
+        out += logic.update(np.array([0.0, f, ly], np.float32), i, 1000.0 + i / fps)
+    end = len(fall)
+    return out, out + list(logic.close(end, 1000.0 + end / fps))
+
+
+def kinds(events) -> list[tuple[str, str, int]]:
+    return [(e.kind, e.level, e.frame) for e in events]
+
+
+def test_a_fall_event_stays_open_while_down_and_ends_once_they_get_up():
+    """Down for 5 s (hyperframes 3-52), then up: the event starts when lying is 2 of 3 (4),
+    updates every 5 s, ends 3 s after the last lying hyperframe; no down level (5 s < 10 s)."""
+    events, _ = story([0.9] * 50 + [0.1] * 40)
+    assert kinds(events) == [("start", "fast", 4), ("update", "fast", 54), ("end", "fast", 82)]
+    start, update, end = events
+    assert start.first == 0 and start.down_for == pytest.approx(0.4)  # from the impact (0)
+    assert update.id == end.id == start.id
+    assert update.down_for == end.down_for == pytest.approx(5.2)  # 0 to 52, the last lying
+    assert start.to_dict()["down_for"] == 0.4 and "down_for" in end.to_dict()
+
+
+def test_a_person_who_never_gets_up_escalates_once_and_the_end_closes_both():
+    events, closed = story([0.9] * 200)
+    assert kinds(events) == [
+        ("start", "fast", 4),
+        ("update", "fast", 54),
+        ("start", "down", 100),  # 10 s after the impact at 0
+        ("update", "fast", 104),
+        ("update", "fast", 154),
+    ]
+    down = events[2]
+    assert down.id != events[0].id and down.key == "fall_down" and events[0].key == "fall"
+    assert down.first == 100 and down.down_for == pytest.approx(10.0)
+    assert down.to_dict()["level"] == "down" and down.to_dict()["label"] == "fall"
+    # the stream ends while they are down: the down level ends first, then the event
+    assert kinds(closed[len(events) :]) == [("end", "down", 203), ("end", "fast", 203)]
+    assert closed[-2].id == down.id and closed[-1].id == events[0].id
+
+
+def test_a_person_who_gets_up_just_before_the_time_raises_no_down_level():
+    """Lying to 9.6 s after the impact, then up: the event lasts to 12.6 s (3 s clear), past
+    the 10 s, but down_for stops growing when lying is no longer seen."""
+    events, _ = story([0.9] * 94 + [0.1] * 60)
+    assert [e for e in events if e.level == "down"] == []
+    assert events[-1].kind == "end" and events[-1].down_for == pytest.approx(9.6)
+
+
+def test_short_dips_in_the_pose_keep_the_event_and_its_clock():
+    """Lying dips under its threshold for 2 s (under the 3 s clear) twice: still one event, and
+    the down level comes at 10 s as without the dips."""
+    lying = ([0.9] * 27 + [0.3] * 20) * 2 + [0.9] * 100
+    events, _ = story(lying)
+    assert [e.kind for e in events if e.level == "fast"].count("start") == 1
+    assert not [e for e in events if e.kind == "end"]
+    (down,) = [e for e in events if e.level == "down"]
+    assert down.frame == 100
+
+
+def test_the_down_level_re_alarms_while_it_lasts():
+    policy = AlertPolicy(
+        (("fall", 0.5),), 2, 3, 0.0, (Then("fall", "lying", 0.6, 1.0),), realarm=30.0, **DOWN
+    )
+    events, _ = story([0.9] * 800 + [0.0] * 40, policy)
+    down = [e for e in events if e.level == "down"]
+    assert kinds(down) == [
+        ("start", "down", 100),
+        ("realarm", "down", 400),
+        ("realarm", "down", 700),
+        ("end", "down", 832),  # 3 s after the last lying (802)
+    ]
+    assert {e.id for e in down} == {down[0].id}
+    assert down[1].down_for == pytest.approx(40.0) and down[1].first == 400  # its own snapshot
+
+
+def test_down_for_zero_is_no_down_level_and_times_are_video_seconds():
+    policy = AlertPolicy(
+        (("fall", 0.5),), 2, 3, 0.0, (Then("fall", "lying", 0.6, 1.0),), down_for=0.0
+    )
+    events, _ = story([0.9] * 300, policy)
+    assert not [e for e in events if e.level == "down"]
+    # at 25 hyperframes a second the same frames are 2.5 times fewer seconds: no down level yet
+    events, _ = story([0.9] * 200, fps=25.0)
+    assert not [e for e in events if e.level == "down"]
+    events, _ = story([0.9] * 260, fps=25.0)
+    assert [e.frame for e in events if e.level == "down"] == [250]
+
+
+def test_a_class_without_a_pose_updates_while_open_and_ends_as_before():
+    logic = AlertLogic("cam", CLASSES, AlertPolicy((("fall", 0.5),), 2, 3, 0.0), 10.0)
+    out = []
+    for i, f in enumerate([0.9] * 120 + [0.1] * 3):
+        out += logic.update(np.array([0.0, f, 0.0], np.float32), i, 0.0)
+    assert kinds(out) == [
+        ("start", "fast", 1),
+        ("update", "fast", 51),
+        ("update", "fast", 101),
+        ("end", "fast", 121),
+    ]
+    assert all(e.down_for is None and "down_for" not in e.to_dict() for e in out)
+
+
+@pytest.mark.parametrize(
+    ("kw", "words"),
+    [
+        ({"down_for": -1.0}, "--down-for must be 0 to 86400 seconds"),
+        ({"realarm": 5.0}, "--re-alarm must be 0 (none) or 10 to 86400 seconds, found 5.0"),
+        ({"down_for": float("nan")}, "--down-for"),
+    ],
+)
+def test_bad_down_settings(kw, words):
+    with pytest.raises(UsageError, match=re.escape(words)):
+        AlertPolicy((("fall", 0.5),), **kw)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_hf.alerts import DEFAULT_COOLDOWN, AlertLogic, AlertPolicy
+from edge_hf.alerts import DEFAULT_COOLDOWN, FAST, AlertLogic, AlertPolicy
 from edge_hf.spec import Then
 
 # the last two for models whose scores saturate (--action-top)
@@ -131,7 +131,7 @@ def starts(
         tiled.fill(p)
         tiled[-1] = q
         for ev in logic.update(tiled, frame, 0.0):
-            if ev.kind == "start":
+            if ev.kind == "start" and ev.level == FAST:  # the down level: counted on its own
                 out[index[ev.label]].append(frame)
                 if armed is not None:
                     armed[index[ev.label]][frame] = ev.first
