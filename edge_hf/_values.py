@@ -98,6 +98,20 @@ def _number(v: Any, kind: type) -> Any:
     return None
 
 
+def realarm(v: Any, where: str) -> float:
+    """0 (no re-alarm) or seconds between a down level's re-alarms, at least 10 (a phone that
+    rings more often than that is not heard better)."""
+    if _number(v, float) == 0:
+        return 0.0
+    try:
+        return _realarm(v, where)
+    except UsageError:
+        raise _fail(where, f"0 (no re-alarm) or {_realarm.expected}", v) from None
+
+
+realarm.metavar = "SECONDS"  # type: ignore[attr-defined]
+
+
 # The bounds: wide enough for any real deployment, narrow enough that a typo cannot hang or
 # overflow anything (an --every of 10**20 would loop forever, --open-timeout 1e12 overflows
 # OpenCV's milliseconds, a stall timeout of 0 would reject every frame).
@@ -111,6 +125,8 @@ max_skip = Number(float, 0.0, 3600.0, above=True, unit="seconds", metavar="SECON
 every = Number(int, 1, MAX_EVERY)
 hz = Number(float, 0.01, 1000.0, metavar="X")  # once per 100 s up to 1000 times a second
 cooldown = Number(float, 0.0, 86_400.0, unit="seconds", metavar="SECONDS")  # up to a day
+down_for = Number(float, 0.0, 86_400.0, unit="seconds", metavar="SECONDS")  # 0: no down level
+_realarm = Number(float, 10.0, 86_400.0, unit="seconds", metavar="SECONDS")
 open_timeout = Number(float, 0.5, 600.0, unit="seconds", metavar="SECONDS")
 stall_timeout = Number(float, 0.5, 3600.0, unit="seconds", metavar="SECONDS")
 stats_interval = Number(float, 0.1, 86_400.0, unit="seconds", metavar="SECONDS")
@@ -215,12 +231,13 @@ _MOTION_KEYS: dict[str, Callable[[Any, str], Any]] = {
     "threshold": share,
     "max_skip": max_skip,
 }
-_CAMERA_KEYS = ("source", "every", "hz", "thresholds", "motion")
+_CAMERA_KEYS = ("source", "every", "hz", "thresholds", "down_for", "re_alarm", "motion")
 
 
 def camera_tables(v: Any, where: str) -> tuple[dict[str, Any], ...]:
     """Each camera's own settings, checked (``{}`` for a camera given as NAME = "SRC"):
-    ``every``, ``hz``, ``thresholds``, ``motion`` (a table of the [motion] keys)."""
+    ``every``, ``hz``, ``thresholds``, ``down_for``, ``re_alarm``, ``motion`` (a table of the
+    [motion] keys)."""
     if not isinstance(v, dict):
         return tuple({} for _ in cameras(v, where))
     out = []
@@ -239,6 +256,10 @@ def camera_tables(v: Any, where: str) -> tuple[dict[str, Any], ...]:
             own["hz"] = hz(raw["hz"], f"{at}.hz")
         if "thresholds" in raw:
             own["thresholds"] = thresholds(raw["thresholds"], f"{at}.thresholds")
+        if "down_for" in raw:
+            own["down_for"] = down_for(raw["down_for"], f"{at}.down_for")
+        if "re_alarm" in raw:
+            own["realarm"] = realarm(raw["re_alarm"], f"{at}.re_alarm")
         if "motion" in raw:
             m = raw["motion"]
             if not isinstance(m, dict):

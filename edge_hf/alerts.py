@@ -3,7 +3,9 @@
 A class *starts* an event when at least ``k`` of its last ``n`` scores reach its threshold, and
 *ends* it when at least ``k`` of the last ``n`` are below (so one noisy frame neither raises nor
 clears an alert). After an end, the class stays quiet for ``cooldown`` seconds of *video*
-(frames / fps), so a file processed faster than real time behaves as it would live.
+(frames / fps), so a file processed faster than real time behaves as it would live (a class
+that waits for a pose, below, has no cooldown: its event ends only after the pose has been gone
+for ``clear`` seconds, and a new one needs a new fall).
 
 A class may also need what comes *after* it (``Then``): a fall is followed by lying on the floor,
 a stumble, a pick-up or a get-up are not. Its k of n then only arms it, and the alert starts once
@@ -271,6 +273,17 @@ class AlertLogic:
         return out
 
     @property
+    def keys(self) -> tuple[str, ...]:
+        """What this camera's alerts are named by in the sinks: each class, and after a class
+        that waits for a pose its down level (``<class>_down``) unless that is off."""
+        out: list[str] = []
+        for c, label in enumerate(self.labels):
+            out.append(label)
+            if self._then.pose[c] >= 0 and self._down_after > 0:
+                out.append(down_key(label))
+        return tuple(out)
+
+    @property
     def waiting_classes(self) -> tuple[int, ...]:
         """The classes (indices into ``labels``) that wait for a pose after their k of n."""
         return tuple(c for c, pose in enumerate(self._then.pose) if pose >= 0)
@@ -294,9 +307,11 @@ class AlertLogic:
     def _end(self, c: int, score: float, frame: int, t: float) -> tuple[Event, ...]:
         """End class ``c``'s event (its down level first, if on)."""
         active = self._active[c]
-        down_for = self._down_seconds(c) if self._then.pose[c] >= 0 else None
+        waits = self._then.pose[c] >= 0
+        down_for = self._down_seconds(c) if waits else None
         self._active[c] = None
-        self._quiet_until[c] = frame + round(self.policy.cooldown * self.fps)
+        if not waits:  # a down event ended `clear` seconds after its person got up: quiet enough
+            self._quiet_until[c] = frame + round(self.policy.cooldown * self.fps)
         out = _NONE
         if (down := self._down[c]) is not None:
             self._down[c] = None

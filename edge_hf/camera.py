@@ -29,6 +29,8 @@ class CameraSettings:
     every: int | None = None
     hz: float | None = None
     thresholds: tuple[tuple[str, float], ...] = ()  # refine the run's thresholds
+    down_for: float | None = None  # seconds down before the down level (0: none)
+    realarm: float | None = None  # seconds between its re-alarms (0: none)
     motion: tuple[tuple[str, Any], ...] = ()  # MotionOptions fields that differ from the run's
 
 
@@ -67,7 +69,8 @@ class Camera:
         if plan.motion.enabled:
             self.capture.gate = MotionGate(plan.motion, self.sampler)
         self.logic = AlertLogic(source.name, spec.classes, plan.policy, source.fps)
-        self.labels = tuple(self.logic.labels)
+        self.labels = tuple(self.logic.labels)  # its alert classes
+        self.keys = self.logic.keys  # and what the sinks name its alerts by (edge_hf.alerts)
         self._waiting = self.logic.waiting_classes if plan.snapshots else ()
         self._wanted = [-1] * len(self._waiting)  # the frame each one's start will show
         self._held = [False] * len(self._waiting)  # and whether the ring holds it

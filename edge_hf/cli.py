@@ -158,7 +158,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     backend = load_backend(cfg.model, cfg.backend, cfg.backend_opts)
     alert_policy(backend.spec, cfg)
     for own, where in zip(cfg.camera_settings, cfg.camera_where, strict=False):
-        alert_policy(backend.spec, cfg, own.thresholds, f"{where}.thresholds")
+        alert_policy(backend.spec, cfg, own, where)
     if cfg.confirm is not None:  # two-stage mode: the confirming model fits the screening one
         check_confirm(backend.spec, load_backend(cfg.confirm, "auto", cfg.backend_opts), cfg)
     if cfg.snapshots is not None:

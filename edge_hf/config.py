@@ -8,7 +8,7 @@ frozen data (``Settings``), checked once here and passed inward.
     porch = "rtsp://10.0.0.7/s1"
     [model]   path, backend, providers, threads, every, hz
     [alerts]  thresholds = { fall = 0.8 }  (--threshold adds to / overrides these), k_of_n, cooldown,
-              then = ["fall=lying"] (or ["none"]; default: the model's)
+              then = ["fall=lying"] (or ["none"]; default: the model's), down_for, re_alarm
     [capture] fast, loop, stall_timeout, open_timeout, password_dir
     [mqtt]    url, password_file, ... ; [spool] dir, ...   (declared by the MQTT sink)
 
@@ -42,6 +42,7 @@ from edge_hf._values import (  # noqa: F401  (the checks are part of this module
     cameras,
     cooldown,
     decoder_threads,
+    down_for,
     every,
     hz,
     k_of_n,
@@ -52,6 +53,7 @@ from edge_hf._values import (  # noqa: F401  (the checks are part of this module
     names,
     open_timeout,
     path,
+    realarm,
     reconnect_max,
     share,
     stall_timeout,
@@ -61,7 +63,7 @@ from edge_hf._values import (  # noqa: F401  (the checks are part of this module
     threads,
     thresholds,
 )
-from edge_hf.alerts import DEFAULT_COOLDOWN
+from edge_hf.alerts import DEFAULT_COOLDOWN, DEFAULT_DOWN_FOR
 from edge_hf.credentials import camera_password, env_name, password_on_command_line
 from edge_hf.errors import UsageError
 from edge_hf.redact import mask_url
@@ -91,6 +93,8 @@ CORE: tuple[Option, ...] = (
     Option("alerts.screen",  "--screen-threshold",  thresholds,   (),      "two-stage mode: the screening model's score for a class that sends a hyperframe to --confirm (default: 0.5, or the alert threshold if lower); repeatable", "append", "CLASS=P"),
     Option("alerts.k_of_n",  "--k-of-n",            k_of_n,       (2, 3),  "start an alert when K of the last N scores pass", metavar="K/N"),
     Option("alerts.cooldown", "--cooldown",         cooldown,     DEFAULT_COOLDOWN, "seconds of quiet after an alert ends"),
+    Option("alerts.down_for", "--down-for",         down_for,     None,    f"a class that waits for a pose (a fall for lying): a second alert, CLASS_down, once its person has been down this many seconds; 0: none (default: the model's, else {DEFAULT_DOWN_FOR:g})"),
+    Option("alerts.re_alarm", "--re-alarm",         realarm,      0.0,     "seconds between the down alert's re-alarms while the person stays down (at least 10; 0: none)"),
     Option("alerts.then",    "--then",              then_rules,   None,    "an alert class waits for a pose after it (a fall for lying) for up to SECONDS: CLASS=POSE[:P[:SECONDS]], or none (default: the model's; docs/runtime.md); repeatable", "append", "CLASS=POSE"),
     Option("capture.fast",   "--fast",              boolean,      False,   "files and synth: as fast as possible, not at their fps", "bool"),
     Option("capture.loop",   "--loop",              boolean,      False,   "files: start again at the end", "bool"),
@@ -268,6 +272,8 @@ def build(v: dict[str, Any]) -> Settings:
         k=v["alerts.k_of_n"][0],
         n=v["alerts.k_of_n"][1],
         cooldown=v["alerts.cooldown"],
+        down_for=v["alerts.down_for"],
+        realarm=v["alerts.re_alarm"],
         then=v["alerts.then"],
         source_opts=src,
         stall_timeout=v["capture.stall_timeout"],

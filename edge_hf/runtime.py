@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_hf.alerts import DEFAULT_COOLDOWN, AlertPolicy, Event
+from edge_hf.alerts import DEFAULT_COOLDOWN, DEFAULT_DOWN_FOR, AlertPolicy, Event, down_key
 from edge_hf.backends import Backend, BackendOptions, load_backend
 from edge_hf.camera import Camera, CameraPlan, CameraSettings
 from edge_hf.capture import CapturePolicy
@@ -53,6 +53,8 @@ class RunConfig:
     k: int = 2
     n: int = 3
     cooldown: float = DEFAULT_COOLDOWN
+    down_for: float | None = None  # seconds down before the down level; None: the model's
+    realarm: float = 0.0  # seconds between the down level's re-alarms; 0: none
     then: tuple[Then, ...] | None = None  # classes that wait for a pose; None: the model's
     source_opts: SourceOptions = field(default_factory=SourceOptions)
     stall_timeout: float = 10.0
@@ -75,15 +77,14 @@ def camera_args(cfg: RunConfig) -> list[tuple[str, str, str | None]]:
 
 
 def alert_policy(
-    spec: HyperframeSpec,
-    cfg: RunConfig,
-    own: tuple[tuple[str, float], ...] = (),
-    where: str = "--threshold",
+    spec: HyperframeSpec, cfg: RunConfig, own: CameraSettings | None = None, where: str = ""
 ) -> AlertPolicy:
-    """The run's thresholds over the model's defaults, and a camera's ``own`` over those
-    (``where`` names the camera's key in errors)."""
+    """The run's settings over the model's defaults, and a camera's ``own`` over those
+    (``where`` names the camera's table in errors)."""
+    own = own or CameraSettings()
+    layers = [("--threshold", cfg.thresholds), (f"{where}.thresholds", own.thresholds)]
     try:
-        thresholds = layer_thresholds(spec, [("--threshold", cfg.thresholds), (where, own)])
+        thresholds = layer_thresholds(spec, layers)
     except SpecError as e:
         raise UsageError(str(e)) from None
     if not thresholds:
@@ -94,7 +95,16 @@ def alert_policy(
     then = spec.alert_then if cfg.then is None else cfg.then
     if (problem := unknown_in_then(spec, then, "--then")) is not None:
         raise UsageError(f"{problem} (--then none: no class waits)")
-    return AlertPolicy(tuple(thresholds.items()), cfg.k, cfg.n, cfg.cooldown, then)
+    down_for = first_set(own.down_for, cfg.down_for, DEFAULT_DOWN_FOR)
+    realarm = first_set(own.realarm, cfg.realarm)
+    return AlertPolicy(
+        tuple(thresholds.items()), cfg.k, cfg.n, cfg.cooldown, then, down_for, realarm
+    )
+
+
+def first_set(*values):
+    """The first of ``values`` that is not None."""
+    return next(v for v in values if v is not None)
 
 
 def open_unless_stopped(source: Source, stop: threading.Event) -> bool:
@@ -188,7 +198,7 @@ class Runtime:
         return CameraPlan(
             every=every or 1,
             hz=hz,
-            policy=alert_policy(self.spec, cfg, own.thresholds, f"{where}.thresholds"),
+            policy=alert_policy(self.spec, cfg, own, where),
             motion=replace(cfg.motion, **dict(own.motion)),
             capture=CapturePolicy(stall_timeout=cfg.stall_timeout),
             block=not source.live and cfg.source_opts.fast,
@@ -244,11 +254,12 @@ class Runtime:
         return SourceError.exit_code if errors else 0
 
     def _start_sinks(self) -> None:
-        per_camera = {c.name: c.labels for c in self.cameras}
-        everyone = {label for labels in per_camera.values() for label in labels}
+        per_camera = {c.name: c.keys for c in self.cameras}
+        everyone = {key for keys in per_camera.values() for key in keys}
+        order = [key for c in self.spec.classes for key in (c, down_key(c))]  # the model's
         info = RunInfo(
             cameras=tuple(per_camera),
-            labels=tuple(c for c in self.spec.classes if c in everyone),  # the model's order
+            labels=tuple(key for key in order if key in everyone),
             counters=self.counters,
             health=self.health,
             camera_labels=per_camera,
@@ -323,7 +334,7 @@ class Runtime:
             else:  # the events carry the screening model's scores too
                 events = cam.logic.update(fed[r], b.frames[r], b.times[r], self.probs[r])
             for ev in events:
-                if ev.kind == "start" and self.snapshots is not None:
+                if ev.kind in ("start", "realarm") and self.snapshots is not None:
                     ev = self._snapshot(cam, ev)
                 for sink in self.sinks:
                     sink.emit(ev)
@@ -339,7 +350,7 @@ class Runtime:
             image = cam.snapshot(ev.first)
             if image is None:
                 return ev
-            snap = self.snapshots.save(ev.camera, ev.label, ev.id, ev.time, image)
+            snap = self.snapshots.save(ev.camera, ev.key, ev.id, ev.time, image)
         except Exception as e:  # a bug (a traceback) must not cost the alert either
             self.snapshots.failures += 1
             if self.snapshots.failures in (1, 10, 100, 1000):

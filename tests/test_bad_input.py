@@ -100,6 +100,8 @@ ROWS = [
     (lambda t: [*RUN, "--stall-timeout", "inf"], 2, "--stall-timeout: expected a number of"),
     (lambda t: [*RUN, "--open-timeout", "1e12"], 2, "<= 600, found '1e12'"),
     (lambda t: [*RUN, "--cooldown", "nan"], 2, "--cooldown: expected"),
+    (lambda t: [*RUN, "--down-for", "inf"], 2, "--down-for: expected a number of seconds >= 0"),
+    (lambda t: [*RUN, "--re-alarm", "5"], 2, "--re-alarm: expected 0 (no re-alarm) or a number"),
     (
         lambda t: [*RUN, "--model", _dynamic_classes(t, "onnx")],
         3,

@@ -93,6 +93,11 @@ def test_sixteen_cameras_each_run_with_their_own_settings(tmp_path: Path):
             "cameras.c.motion.max_skip: expected a number of seconds > 0",
         ),
         ("{ source = 3 }", "cameras.c.source: expected"),
+        ("{ source = 'synth://a', down_for = -1 }", "cameras.c.down_for: expected a number of"),
+        (
+            "{ source = 'synth://a', re_alarm = 5 }",
+            "cameras.c.re_alarm: expected 0 (no re-alarm) or a number of seconds >= 10",
+        ),
     ],
 )
 def test_a_bad_camera_table_names_the_key(tmp_path: Path, table: str, needle: str):
@@ -115,3 +120,25 @@ def test_cameras_on_the_command_line_have_only_the_runs_settings(tmp_path: Path)
     text = "[model]\nevery = 3\n[cameras]\nc = { source = 'synth://fall', every = 7 }\n"
     assert settings(tmp_path, text).run.camera_settings[0].every == 7
     assert settings(tmp_path, text, "--camera", "d=synth://fall").run.camera_settings == ()
+
+
+def test_down_for_and_re_alarm_come_from_the_camera_then_the_run_then_the_default(tmp_path):
+    from edge_hf.alerts import DEFAULT_DOWN_FOR
+    from edge_hf.runtime import alert_policy
+    from edge_hf.spec import HyperframeSpec
+
+    spec = HyperframeSpec(3, 1, (32, 32), ("other", "fall", "lying"), (("fall", 0.5),))
+
+    text = "[alerts]\nre_alarm = 60\n[cameras]\n"
+    text += "a = { source = 'synth://fall', down_for = 0 }\n"
+    text += "b = { source = 'synth://fall', down_for = 30, re_alarm = 0 }\n"
+    text += "c = 'synth://fall'\n"
+    run = settings(tmp_path, text).run
+    got = [
+        (p.down_for, p.realarm)
+        for p in (alert_policy(spec, run, own, "c") for own in run.camera_settings)
+    ]
+    assert got == [(0.0, 60.0), (30.0, 0.0), (DEFAULT_DOWN_FOR, 60.0)]
+    run = settings(tmp_path, text, "--down-for", "20", "--re-alarm", "15").run
+    assert alert_policy(spec, run).down_for == 20.0 and alert_policy(spec, run).realarm == 15.0
+    assert alert_policy(spec, run, run.camera_settings[0], "a").down_for == 0.0  # its own first

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import edge_hf
-from edge_hf.alerts import Event
+from edge_hf.alerts import DOWN, Event
 from edge_hf.errors import SinkError
 from edge_hf.health import LATENCY_BUCKETS, CameraCounters, Counters, Health
 from edge_hf.sinks import RunInfo
@@ -200,6 +200,31 @@ def test_api_status_shows_open_alerts_and_the_page_is_served(served):
     code, page = get(port, "/")
     assert code == 200 and '<tbody id="cameras">' in page and "/api/status" in page
     assert "http://" not in page and "https://" not in page  # no external assets
+
+
+def test_api_status_shows_how_long_each_alert_has_been_open_and_its_person_down(served):
+    rt, sink, port = served
+    began = time.time() - 12.0  # the grab time of the start's frame, 12 s ago
+    fall = replace(event("start"), time=began, down_for=0.4)
+    down = replace(fall, id=str(uuid.uuid4()), level=DOWN, down_for=10.0, time=time.time() - 2)
+    for ev in (fall, replace(fall, kind="update", time=time.time(), down_for=6.0), down):
+        sink.emit(ev)
+    (cam,) = json.loads(get(port, "/api/status")[1])["cameras"]
+    assert cam["open_alerts"] == ["fall", "fall_down"]
+    opened = {e["alert"]: e for e in cam["open_events"]}
+    assert opened["fall"]["id"] == fall.id and opened["fall"]["down_for"] == 6.0  # the update's
+    assert 12.0 <= opened["fall"]["open_for"] < 14.0  # from the start, not from the update
+    assert opened["fall"]["since"] == fall.to_dict()["time"]
+    assert opened["fall_down"]["id"] == down.id and 2.0 <= opened["fall_down"]["open_for"] < 4.0
+    sink.emit(replace(down, kind="end"))
+    (cam,) = json.loads(get(port, "/api/status")[1])["cameras"]
+    assert [e["alert"] for e in cam["open_events"]] == ["fall"]
+    kinds = [(e["event"], e["level"]) for e in json.loads(get(port, "/api/events")[1])]
+    # the updates show as durations, not in the recent events
+    assert kinds == [("end", "down"), ("start", "down"), ("start", "fast")]
+    m = samples(get(port, "/metrics")[1])
+    for key in ("fall", "fall_down"):
+        assert m[("edge_hf_alerts_total", (("camera", "porch"), ("label", key)))] == 1
 
 
 @pytest.mark.skipif(not have_ffmpeg(), reason="ffmpeg is needed to serve a live test stream")

@@ -31,10 +31,12 @@ EVENT = {
     "id": str,
     "camera": str,
     "label": str,
+    "level": str,
     "score": float,
     "peak": float,
     "frame": int,
     "time": str,
+    "down_for": float,  # the demo model's fall waits for lying: its person is down
 }
 CAMERA = {
     "fps": float,
@@ -137,7 +139,8 @@ def test_1_events_availability_state_and_stats_arrive_as_documented(tmp_path: Pa
     events = [json.loads(p) for p in sub.payloads("site/a/events")]
     for e in events:
         check_schema(e, EVENT, "event")
-        assert e["camera"] == "demo" and e["label"] == "fall" and e["event"] in ("start", "end")
+        assert e["camera"] == "demo" and e["label"] == "fall" and e["level"] in ("fast", "down")
+        assert e["event"] in ("start", "update", "realarm", "end")
     assert ids(events) == printed  # every event, in order: the close flushed the spool
     states = sub.payloads("site/a/demo/fall")
     assert states[0] == "OFF" and "ON" in states and set(states) == {"ON", "OFF"}

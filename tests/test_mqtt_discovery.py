@@ -189,3 +189,27 @@ def test_mqtt_cleanup_with_no_broker_listening_is_one_line_and_exit_5(tmp_path: 
     assert r.returncode == 5, r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith("edge-hf: error: mqtt-cleanup: cannot connect to 127.0.0.1:")
+
+
+def test_a_fall_has_a_down_entity_that_is_on_while_its_person_stays_down(tmp_path: Path):
+    # the demo figure lies 2-4 s after each fall; --down-for 2 escalates every one of them
+    with Mosquitto() as broker, Subscriber(broker.port) as sub:
+        r = run_cli(
+            *("run", "--camera", "synth://demo?frames=900", "--fast", "--down-for", "2"),
+            *("--mqtt", broker.url, "--mqtt-discovery", "--state-dir", str(tmp_path)),
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        assert wait_until(lambda: retained(broker.port, "edge-hf/available") == "stopped", 10)
+        down = configs(sub)["homeassistant/binary_sensor/edge-hf/demo_fall_down/config"]
+        assert down["state_topic"] == "edge-hf/demo/fall_down" and down["name"] == "fall_down"
+        assert down["unique_id"] == "edge-hf_demo_fall_down" and down["device_class"] == "safety"
+        assert "ON" in sub.payloads("edge-hf/demo/fall_down")
+        assert retained(broker.port, "edge-hf/demo/fall_down") == "OFF"  # they got up
+    printed = [json.loads(line) for line in r.stdout.splitlines()]
+    sent = [json.loads(p) for p in sub.payloads("edge-hf/events")]
+    assert sent == printed
+    levels = [(e["event"], e["level"]) for e in sent if e["event"] != "update"]
+    # each fall: its alert, then the down level once 2 s down, which ends first
+    assert levels == [("start", "fast"), ("start", "down"), ("end", "down"), ("end", "fast")] * 2
+    assert all(e["down_for"] >= 2.0 for e in sent if e["level"] == "down")

@@ -7,6 +7,7 @@ bytes, but nothing comes back (no PUBACK), as with a hung broker or a black-hole
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -14,11 +15,12 @@ import sqlite3
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from edge_hf.alerts import Event
+from edge_hf.alerts import DOWN, Event
 from edge_hf.errors import UsageError
 from edge_hf.health import Counters, Health
 from edge_hf.sinks import RunInfo
@@ -242,3 +244,48 @@ def test_a_worker_that_keeps_failing_logs_once_counts_backs_off_and_stops_the_he
     failed = [r for r in caplog.records if "the sink failed" in r.getMessage()]
     assert len(failed) == 1 and "disk I/O error" in failed[0].getMessage()  # once, not per try
     assert "working again after" in caplog.text
+
+
+def test_a_state_is_on_exactly_while_its_alert_is_open_and_the_down_level_has_its_own(tmp_path):
+    with Mosquitto() as broker, Subscriber(broker.port) as sub:
+        sink = sink_for(broker, tmp_path)
+        sink.start(run_info(labels=("fall", "fall_down")))
+        fall = event()
+        down = replace(fall, id=str(uuid.uuid4()), level=DOWN, down_for=10.0)
+        steps = [  # each event, and both states once it is out
+            (fall, "ON", "OFF"),
+            (replace(fall, kind="update", down_for=5.0), "ON", "OFF"),
+            (down, "ON", "ON"),
+            (replace(down, kind="realarm", down_for=20.0), "ON", "ON"),
+            (replace(fall, kind="update", down_for=20.0), "ON", "ON"),
+            (replace(down, kind="end"), "ON", "OFF"),
+            (replace(fall, kind="end"), "OFF", "OFF"),
+        ]
+        try:
+            for i, (ev, fast, slow) in enumerate(steps):
+                sink.emit(ev)
+
+                def seen(i=i, fast=fast, slow=slow) -> bool:
+                    return (
+                        len(sub.payloads("edge-hf/events")) == i + 1
+                        and sub.payloads("edge-hf/porch/fall")[-1:] == [fast]
+                        and sub.payloads("edge-hf/porch/fall_down")[-1:] == [slow]
+                    )
+
+                assert wait_until(seen, 10), (i, sub.payloads("edge-hf/porch/fall_down"))
+        finally:
+            sink.close()
+    # updates and re-alarms leave the states alone: one ON and one OFF each after the first
+    assert sub.payloads("edge-hf/porch/fall") == ["OFF", "ON", "OFF"]
+    assert sub.payloads("edge-hf/porch/fall_down") == ["OFF", "ON", "OFF"]
+    sent = [json.loads(p) for p in sub.payloads("edge-hf/events")]
+    assert [(e["event"], e["level"]) for e in sent] == [
+        ("start", "fast"),
+        ("update", "fast"),
+        ("start", "down"),
+        ("realarm", "down"),
+        ("update", "fast"),
+        ("end", "down"),
+        ("end", "fast"),
+    ]
+    assert [e.get("down_for") for e in sent] == [None, 5.0, 10.0, 20.0, 20.0, 10.0, None]

@@ -22,7 +22,9 @@ What a sink receives, and when (the runtime's side of the contract):
   heartbeat (``health.loop(name)``) that the watchdog and ``/healthz`` watch. Raise
   ``SinkError``/``UsageError`` with the fix when it cannot be set up: sinks started before it
   are closed and the CLI exits with that error's code.
-- ``emit(event)`` for every ``alerts.Event`` (an alert's start and its end), on the frame
+- ``emit(event)`` for every ``alerts.Event`` (an alert's start, its updates every few seconds
+  while it is open, a down level's re-alarms, its end; ``event.key`` names the alert: its class,
+  or ``<class>_down`` for the down level, which ``RunInfo.labels`` lists too), on the frame
   loop's thread: it must return quickly (queue, spool, or hand to a thread), never wait for
   the network, and must not raise for a transient failure.
 - ``close()`` once at shutdown, after the last event (open alerts are ended first); it may take
@@ -33,9 +35,9 @@ What a sink receives, and when (the runtime's side of the contract):
   ``degraded`` (a list of lines, empty when all is well) says what the sink cannot do right
   now; ``/healthz`` answers 503 and names them while any is there.
 
-Snapshots (``--snapshots``): a start event carries ``snapshot`` (the JPEG's file name, written
-by the runtime before any sink sees the event) and ``small`` (a small JPEG, bytes); sinks never
-see frame buffers. ``RunInfo.snapshots`` is the store, for serving the files, and
+Snapshots (``--snapshots``): a start or a re-alarm carries ``snapshot`` (the JPEG's file name,
+written by the runtime before any sink sees the event) and ``small`` (a small JPEG, bytes);
+sinks never see frame buffers. ``RunInfo.snapshots`` is the store, for serving the files, and
 ``RunInfo.latest_frame(camera)`` a copy of a camera's newest frame, made when called (the
 status page's preview; None before the first frame).
 
@@ -59,7 +61,7 @@ class RunInfo:
     """What a sink may know about the run it serves."""
 
     cameras: tuple[str, ...]  # camera names, as in events
-    labels: tuple[str, ...]  # the alert classes (every camera's, in the model's order)
+    labels: tuple[str, ...]  # every camera's alert keys (classes, ``<class>_down``), model order
     counters: Callable[[], Counters]  # a snapshot of the runtime's counters, any thread
     health: Health  # a sink with a loop of its own registers its heartbeat here
     camera_labels: Mapping[str, tuple[str, ...]] | None = None  # per camera; None: ``labels``

@@ -1,7 +1,8 @@
 """``--http [HOST:]PORT``: a small HTTP server on its own thread (loopback unless an address is
 given): ``/metrics`` (Prometheus, see ``http_metrics``), ``/healthz`` (200, or 503 when a camera
-has stalled, a loop has stopped or a sink says it is degraded), ``/api/events`` (recent events, newest first, JSON),
-``/api/status`` (cameras, their rates and open alerts, health, the sinks' status),
+has stalled, a loop has stopped or a sink says it is degraded), ``/api/events`` (recent events
+but the updates, newest first, JSON), ``/api/status`` (cameras, their rates and open alerts with
+how long they have been open and their person down, health, the sinks' status),
 ``/api/frame/<camera>`` (its newest frame, a JPEG made on request), ``/snapshots/<file>``
 (with ``--snapshots``) and ``/``, a
 status page (``assets/status.html``: plain HTML, CSS and a little script reading the two APIs;
@@ -24,6 +25,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections import Counter, deque
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler
@@ -106,6 +108,19 @@ def allowed_hosts(v: Any, where: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _open_event(event: Event, now: float) -> dict:
+    """An open alert as ``/api/status`` shows it: since when, for how long, how long down."""
+    out = {
+        "alert": event.key,
+        "id": event.id,
+        "since": event.to_dict()["time"],
+        "open_for": round(max(0.0, now - event.time), 1),
+    }
+    if event.down_for is not None:
+        out["down_for"] = round(event.down_for, 1)
+    return out
+
+
 class HttpSink:
     name = "http"
 
@@ -113,7 +128,7 @@ class HttpSink:
         self.opts = opts
         self._events: deque[dict] = deque(maxlen=RECENT)
         self._alerts: Counter[tuple[str, str]] = Counter()
-        self._open: dict[str, set[str]] = {}  # camera -> labels with an alert open
+        self._open: dict[str, dict[str, Event]] = {}  # camera -> key -> its open alert, newest
         self._meter = RateMeter()  # the status page's rates (since its previous request)
         self._lock = threading.Lock()
         self._server: Server | None = None
@@ -139,13 +154,16 @@ class HttpSink:
 
     def emit(self, event: Event) -> None:
         with self._lock:
-            self._events.appendleft(event.to_dict())
-            open_ = self._open.setdefault(event.camera, set())
+            if event.kind != "update":  # open alerts show those (their durations)
+                self._events.appendleft(event.to_dict())
+            open_ = self._open.setdefault(event.camera, {})
             if event.kind == "start":
-                self._alerts[(event.camera, event.label)] += 1
-                open_.add(event.label)
-            else:
-                open_.discard(event.label)
+                self._alerts[(event.camera, event.key)] += 1
+            if event.kind == "end":
+                open_.pop(event.key, None)
+            else:  # its newest update: how long the person has been down
+                began = open_[event.key].time if event.key in open_ else event.time
+                open_[event.key] = replace(event, time=began, small=None)
 
     def close(self) -> None:
         if self._server is not None:
@@ -181,9 +199,15 @@ class HttpSink:
         c = self.run.counters()
         with self._lock:
             rates = self._meter.report(c)
-            open_ = {cam: sorted(labels) for cam, labels in self._open.items()}
+            open_ = {cam: sorted(alerts.items()) for cam, alerts in self._open.items()}
+        now = time.time()
         cameras = [
-            {"name": name, **r, "open_alerts": open_.get(name, [])}
+            {
+                "name": name,
+                **r,
+                "open_alerts": [key for key, _ in open_.get(name, [])],
+                "open_events": [_open_event(e, now) for _, e in open_.get(name, [])],
+            }
             for name, r in rates["cameras"].items()
         ]
         return {

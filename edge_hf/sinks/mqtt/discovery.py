@@ -1,11 +1,12 @@
 """Home Assistant MQTT discovery, in the per-entity form every Home Assistant version reads:
 ``<discovery>/<component>/<node_id>/<object_id>/config``, retained.
 
-Per camera one device, with a ``binary_sensor`` per alert class (``device_class: safety``; its
-state is the retained ``<prefix>/<camera>/<label>`` topic, ``ON`` at an alert's start and ``OFF``
-at its end, so it clears by itself) and two diagnostic sensors read from ``<prefix>/stats``:
+Per camera one device, with a ``binary_sensor`` per alert (``device_class: safety``; its state
+is the retained ``<prefix>/<camera>/<key>`` topic, ``ON`` while the alert is open, so it clears
+by itself; a class that waits for a pose has a second one, ``<class>_down``, its person still
+down after ``--down-for`` seconds) and two diagnostic sensors read from ``<prefix>/stats``:
 the camera's fps and the inference p50 in ms; with snapshots, an ``image`` entity per alert
-class showing its latest alert's snapshot (Home Assistant 2023.7 and later). Every entity is available while
+alert showing its latest snapshot (Home Assistant 2023.7 and later). Every entity is available while
 ``<prefix>/available`` says ``online``; ``stopped`` (a clean stop) and ``offline`` (the last
 will) both read as unavailable, through the availability ``value_template``.
 
@@ -62,8 +63,9 @@ def _device(node: str, camera: str) -> dict:
 def configs(
     discovery: str, prefix: str, cameras, labels_of, snapshots: bool = False
 ) -> list[tuple[str, str]]:
-    """(topic, JSON payload) of every entity: ``labels_of(camera)`` gives its alert classes;
-    with ``snapshots`` an ``image`` entity per class shows its latest alert's snapshot."""
+    """(topic, JSON payload) of every entity: ``labels_of(camera)`` gives its alerts' keys
+    (classes and down levels); with ``snapshots`` an ``image`` entity per key shows its latest
+    snapshot."""
     node = node_id(prefix)
     _check_distinct(cameras)
     out = []

@@ -4,10 +4,13 @@ Topics under the prefix (``edge-hf`` unless the URL names one):
 
 - ``<prefix>/available``        ``online``; ``stopped`` after a clean stop; ``offline``, the
   last will, after a crash or a cut cable. Retained.
-- ``<prefix>/events``           one JSON object per alert start/end, QoS 1, not retained.
-- ``<prefix>/<camera>/<label>`` ``ON`` / ``OFF``, retained (Home Assistant binary sensors).
-- ``<prefix>/<camera>/<label>/snapshot``  with ``--snapshots``: the small JPEG of the latest
-  alert, retained, spooled just before its event (so published before it, and as durable).
+- ``<prefix>/events``           one JSON object per event (an alert's start, its updates while
+  open, a re-alarm, its end: ``edge_hf.alerts``), QoS 1, not retained.
+- ``<prefix>/<camera>/<key>``   ``ON`` while the alert is open, else ``OFF``, retained (Home
+  Assistant binary sensors); ``key`` is the class, or ``<class>_down`` for its down level.
+- ``<prefix>/<camera>/<key>/snapshot``  with ``--snapshots``: the small JPEG of the latest
+  start or re-alarm, retained, spooled just before its event (so published before it, and as
+  durable).
 - ``<prefix>/stats``            JSON every ``stats_interval`` seconds, QoS 0.
 - ``homeassistant/…/config``    with ``discovery``: Home Assistant entities (``discovery.py``),
   sent on every connect and whenever ``homeassistant/status`` says ``online``.
@@ -178,18 +181,19 @@ class MqttSink:
             )
 
     def emit(self, event: Event) -> None:
-        key = (event.camera, event.label)
-        if event.kind == "start" and event.small is not None:
+        key = (event.camera, event.key)
+        if event.small is not None:  # a start's or a re-alarm's
             # spooled before its event, so published before it, on every connection
-            topic = f"{self.opts.prefix}/{event.camera}/{event.label}/snapshot"
+            topic = f"{self.opts.prefix}/{event.camera}/{event.key}/snapshot"
             self.spool.put(topic, event.small, retain=True)
             with self._lock:
                 self._snapshots[key] = event.small  # restated on every connect
         payload = json.dumps(event.to_dict(), separators=(",", ":")).encode()
         self.spool.put(self.t_events, payload)  # the disk refused: it waits in memory, in order
-        with self._lock:
-            self._states[key] = "ON" if event.kind == "start" else "OFF"
-            self._dirty.add(key)
+        if event.kind in ("start", "end"):  # ON exactly while the alert is open
+            with self._lock:
+                self._states[key] = "ON" if event.kind == "start" else "OFF"
+                self._dirty.add(key)
         self._wake.set()
 
     def close(self) -> None:
