@@ -72,6 +72,9 @@ ERROR_BACKOFF_MAX = 30.0  # seconds between retries of a worker step that keeps 
 MAX_TOPIC = 65535  # bytes: MQTT's limit on a topic name
 LATER_PAUSE = 1.0  # seconds before sending again what the broker said "not now" to
 SUSPECT = 2.0  # seconds: a connection lost this soon after a snapshot was sent is its doing
+# seconds before a refused state is sent again: a state may not change for days (a down level),
+# and until one gets through, health stays degraded after the broker's ACL is fixed
+RESTATE = 10.0
 SNAPSHOT_FATE = "its event goes on its own (the file stays in --snapshot-dir)"
 
 
@@ -117,6 +120,9 @@ class MqttSink:
         self._lock = threading.Lock()
         self._states: dict[tuple[str, str], str] = {}
         self._dirty: set[tuple[str, str]] = set()
+        self._state_keys: dict[str, tuple[str, str]] = {}  # a state's topic -> its key
+        self._restate: set[tuple[str, str]] = set()  # refused states, sent again at ...
+        self._restate_at = 0.0  # ... this time (worker thread only)
         self._snapshots: dict[tuple[str, str], bytes] = {}  # the latest small JPEG per state
         self._thread: threading.Thread | None = None
         self._next_stats = 0.0
@@ -304,6 +310,10 @@ class MqttSink:
         if self._discover:
             self._discover = False
             self._publish_configs()
+        if self._restate and time.monotonic() >= self._restate_at:
+            with self._lock:
+                self._dirty |= self._restate
+            self._restate.clear()
         self._publish_states()
         self._publish_spooled()
         if stats and time.monotonic() >= self._next_stats:
@@ -343,7 +353,9 @@ class MqttSink:
             self._dirty.clear()
         p = self.opts.prefix
         for (camera, label), value in changed:
-            self._send(Spooled(0, f"{p}/{camera}/{label}", value.encode(), True))
+            topic = f"{p}/{camera}/{label}"
+            self._state_keys[topic] = (camera, label)
+            self._send(Spooled(0, topic, value.encode(), True))
 
     def _publish_spooled(self) -> None:
         """Hand paho the spooled messages after the cursor, oldest first, at most ``WINDOW``
@@ -454,7 +466,11 @@ class MqttSink:
             fate = SNAPSHOT_FATE if f.snapshot else "the alert is set aside in the table 'rejected'"
             if f.spool_id:
                 self._set_aside(f.spool_id, f.snapshot, f"refused by the broker: {reason}")
-        if not f.spool_id:  # a state, a config, availability: sent again when they next change
+        if f.topic in self._state_keys:  # a state: sent again soon, and when it next changes
+            self._restate.add(self._state_keys[f.topic])
+            self._restate_at = time.monotonic() + RESTATE
+            fate = f"it is sent again in {RESTATE:g} s and with the next change or connection"
+        elif not f.spool_id:  # a config, availability: sent again on the next connection
             fate = "it is sent again with the next change or connection"
         elif again:
             self._cursor = min(self._cursor, f.spool_id - 1)
