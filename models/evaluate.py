@@ -25,6 +25,11 @@ then the higher threshold); for a class that waits for a pose, at any wait
 ``models.evaluation.wait`` could choose (the pose's threshold x seconds: every sweep row names
 its ``wait``). With ``--choose-on`` some of the folders, it is chosen and counted on those, and
 counted again on the others (``held_out``): what it does on cameras it was not chosen on.
+For a class that waits for a pose (a fall for lying), each point also counts its *down level*
+(``down``; ``--down-for`` seconds, the runtime's 10 by default): of the events whose person
+stayed down that long (the frames after the impact labelled with the class or the pose), how
+many it alerted within ``--down-for`` + ``--max-delay`` seconds of the impact and how late; how
+often it was raised for a person who got up sooner; and its false alarms per hour.
 ``OUT/eval.json`` has everything, including at both points each event's delay or why it was
 missed and where each false alarm started (``outcomes``: to look them up in the videos), and for
 a class that waits for a pose, how often the frames labelled with that pose are called it, over
@@ -51,7 +56,7 @@ import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from edge_hf.alerts import DEFAULT_COOLDOWN, AlertPolicy
+from edge_hf.alerts import DEFAULT_COOLDOWN, DEFAULT_DOWN_FOR, AlertPolicy
 from edge_hf.config import then_rules
 from edge_hf.errors import EdgeHFError
 from models.cli import threshold_arg
@@ -64,6 +69,7 @@ from models.evaluation.events import (
     Options,
     Stream,
     by_fact,
+    down_point,
     misses,
     outcomes,
     peaks,
@@ -164,10 +170,14 @@ def _class_report(streams, column: int, cls: str, thr: float, opts: Options, fac
         outcome = outcomes(where, column, cls, r["threshold"], (r["k"], r["n"]), at)
         r["missed_because"], r["outcomes"] = misses(outcome), outcome
         r["by"] = {c: by_fact(outcome, where, {v: f[c] for v, f in known.items()}) for c in by}
+        r["down"] = down_point(where, column, cls, r["threshold"], (r["k"], r["n"]), at)
     rec = chosen["recommended"][1]
     if held is not None:
         at = with_wait(opts, cls, rec["wait"])
         rec["held_out"] = point(held[1], column, cls, rec["threshold"], (rec["k"], rec["n"]), at)
+        rec["held_out"]["down"] = down_point(
+            held[1], column, cls, rec["threshold"], (rec["k"], rec["n"]), at
+        )
     wait = opts.then_of(cls)
     return {
         "operating": chosen["operating"][1],
@@ -236,6 +246,13 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         metavar="CLASS=POSE",
         help="an alert class waits for a pose after it: CLASS=POSE[:P[:SECONDS]], or none "
         "(default: the model's, as edge-hf run)",
+    )
+    ap.add_argument(
+        "--down-for",
+        type=float,
+        default=DEFAULT_DOWN_FOR,
+        help="seconds down before the down level of a class that waits for a pose (default: "
+        "%(default)s, the runtime's; 0: none)",
     )
     ap.add_argument(
         "--max-delay",
@@ -322,8 +339,10 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         args.confirm,
         tuple(args.screen_threshold),
         None if args.then is None else then_rules(args.then, "--then"),
+        args.down_for,
     )
-    AlertPolicy((("x", 0.5),), opts.k, opts.n, opts.cooldown)  # the runtime's own checks
+    # the runtime's own checks
+    AlertPolicy((("x", 0.5),), opts.k, opts.n, opts.cooldown, down_for=opts.down_for)
     return args, opts
 
 

@@ -4,9 +4,12 @@ frame-labelled for event-level evaluation (labels: :data:`STORY_LABELS`).
 The person walks between spots, stands, does the hard negatives (sits on the floor and gets up,
 crouches, picks something up, stumbles, turns round), lies down slowly and gets up, waves, leaves
 the frame for a while (``empty``) and comes back, and falls ``SceneParams.falls`` times (from
-standing or out of a walk, to either side, straight or over the knees, in 0.35-0.9 s), then lies
-a few seconds and gets up. ``fall`` labels the frames from the start of the fall motion up to and
-including the impact (the first frame on the floor).
+standing or out of a walk, to either side, straight or over the knees, in 0.35-0.9 s). After a
+fall the person gets up within 1-5 s (two falls in five), after 10-60 s (two in five), or stays
+down (one in five): then the story ends with them lying, at least ``STAY_S`` seconds, and any
+falls still planned are not drawn. ``fall`` labels the frames from the start of the fall motion
+up to and including the impact (the first frame on the floor); ``lying`` the floor after it,
+until ``get_up``. A person who lies down on purpose lies 3-60 s.
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ STORY_LABELS: tuple[str, ...] = (
     "turn",
     "wave",
     "empty",
+)
+
+STAY_S = 15.0  # seconds a person who stays down lies at least, to the story's end
+# after a fall: (share, lying seconds from, to); None: they stay down
+_DOWN: tuple[tuple[float, tuple[float, float] | None], ...] = (
+    (0.4, (1.0, 5.0)),
+    (0.4, (10.0, 60.0)),
+    (0.2, None),
 )
 
 # activity: weight (how often it is picked between falls)
@@ -67,7 +78,14 @@ def story(st: tl.Stage) -> list[tl.Beat]:
             fall_at.pop(0)
         side = 1 if rng.random() < 0.5 else -1
         target = tl.spot(st, side, rng.uniform())
-        new, x = _activity(st, kind, x, target, side, rng)
+        if falling:
+            new, stays = _fall(st, x, target, side, rng)
+            x = target
+            if stays:  # lying to the end: the rest of the story is not drawn
+                rest = max(st.frames(STAY_S), total - n - sum(len(ps) for _, ps in new))
+                return [*beats, *new, ("lying", [fig.toppling(x, side, 1.0)] * rest)]
+        else:
+            new, x = _activity(st, kind, x, target, side, rng)
         beats += new
         n += sum(len(poses) for _, poses in new)
     return beats
@@ -85,8 +103,6 @@ def _activity(st: tl.Stage, kind: str, x: float, target: float, side: int, rng):
         beats += {"stumble": tl.stumble, "turn": tl.turn}[kind](st, mid, side, rng)
         end = x if kind == "turn" else target
         return [*beats, ("walk", tl.walk(st, mid, end))], end
-    if kind == "fall":
-        return _fall(st, x, target, side, rng), target
     if walking_in:
         beats.append(("walk", tl.walk(st, x, target)))
     x = target
@@ -112,7 +128,7 @@ def _activity(st: tl.Stage, kind: str, x: float, target: float, side: int, rng):
                 ),
             )
         )
-        beats.append(("lying", [fig.toppling(x, side, 1.0)] * st.frames(rng.uniform(3, 20))))
+        beats.append(("lying", [fig.toppling(x, side, 1.0)] * st.frames(rng.uniform(3, 60))))
         beats += tl.stand_up(st, x, side, rng, seated=False)
     elif kind == "wave":
         beats.append(("wave", _wave(st, x, side, rng)))
@@ -120,8 +136,9 @@ def _activity(st: tl.Stage, kind: str, x: float, target: float, side: int, rng):
     return beats, x
 
 
-def _fall(st: tl.Stage, x: float, target: float, side: int, rng) -> list[tl.Beat]:
-    """Walk to the spot and fall out of the walk, or stand there a moment first; lie; get up."""
+def _fall(st: tl.Stage, x: float, target: float, side: int, rng) -> tuple[list[tl.Beat], bool]:
+    """Walk to the spot and fall out of the walk, or stand there a moment first; lie; get up,
+    or (True) stay down: the beats end at the impact's first lying frames."""
     beats: list[tl.Beat] = []
     from_walk = abs(target - x) > 0.3 * st.h and rng.random() < 0.5
     if abs(target - x) > 0.05 * st.h:
@@ -132,9 +149,13 @@ def _fall(st: tl.Stage, x: float, target: float, side: int, rng) -> list[tl.Beat
     n = st.frames(rng.uniform(0.35, 0.9))
     knees = bool(rng.random() < 0.3)
     beats.append(("fall", tl.go_down(start, target, side, n, tl.accelerate, knees)))
-    beats.append(("lying", [fig.toppling(target, side, 1.0)] * st.frames(rng.uniform(3, 12))))
+    share, spans = zip(*_DOWN, strict=True)
+    span = spans[rng.choice(len(_DOWN), p=np.array(share))]
+    if span is None:
+        return beats, True
+    beats.append(("lying", [fig.toppling(target, side, 1.0)] * st.frames(rng.uniform(*span))))
     beats += tl.stand_up(st, target, side, rng, seated=False)
-    return [*beats, ("stand", [fig.standing(target)] * st.frames(rng.uniform(0.5, 2.0)))]
+    return [*beats, ("stand", [fig.standing(target)] * st.frames(rng.uniform(0.5, 2.0)))], False
 
 
 def _wave(st: tl.Stage, x: float, side: int, rng) -> list[fig.Pose]:

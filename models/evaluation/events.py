@@ -10,7 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_hf.alerts import DEFAULT_COOLDOWN, FAST, AlertLogic, AlertPolicy
+from edge_hf.alerts import (
+    DEFAULT_CLEAR,
+    DEFAULT_COOLDOWN,
+    DEFAULT_DOWN_FOR,
+    DOWN,
+    FAST,
+    AlertLogic,
+    AlertPolicy,
+)
 from edge_hf.spec import Then
 
 # the last two for models whose scores saturate (--action-top)
@@ -50,6 +58,7 @@ class Options:
     confirm: Path | None = None  # two-stage mode: the confirming model
     screen: tuple[tuple[str, float], ...] = ()  # its screening thresholds
     then: tuple[Then, ...] | None = None  # classes that wait for a pose; None: the model's
+    down_for: float = DEFAULT_DOWN_FOR  # seconds down before the down level (the runtime's)
 
     def then_of(self, cls: str) -> Then | None:
         return next((t for t in self.then or () if t.cls == cls), None)
@@ -107,17 +116,23 @@ def starts(
     held=None,
     then=None,
     armed: list[dict[int, int]] | None = None,
+    level: str = FAST,
+    down_for: float = DEFAULT_DOWN_FOR,
 ) -> list[list[int]]:
     """Alert start frames for each threshold, from the runtime's own AlertLogic: one logic with
     one pseudo-class per threshold, each fed the same score (and with ``then``, a Then of the
     class, each waits for the pose's column). ``held`` (a bool array [thresholds, hyperframes]),
     when given, records where each could start no alert (``AlertLogic.holding``); ``armed``
-    (one dict per threshold) where each start's k of n began (``Event.first``)."""
+    (one dict per threshold) where each start's k of n began (``Event.first``). ``level``: the
+    starts of the class's own alert (FAST) or of its down level (DOWN, after ``down_for``
+    seconds down)."""
     names = tuple(f"t{i}" for i in range(len(thresholds)))
     rules = (
         () if then is None else tuple(Then(c, "pose", then.threshold, then.within) for c in names)
     )
-    policy = AlertPolicy(tuple(zip(names, thresholds, strict=True)), k, n, cooldown, rules)
+    policy = AlertPolicy(
+        tuple(zip(names, thresholds, strict=True)), k, n, cooldown, rules, down_for
+    )
     logic = AlertLogic(s.name, (*names, "pose"), policy, s.fps)
     out: list[list[int]] = [[] for _ in thresholds]
     index = {name: i for i, name in enumerate(names)}
@@ -131,7 +146,7 @@ def starts(
         tiled.fill(p)
         tiled[-1] = q
         for ev in logic.update(tiled, frame, 0.0):
-            if ev.kind == "start" and ev.level == FAST:  # the down level: counted on its own
+            if ev.kind == "start" and ev.level == level:
                 out[index[ev.label]].append(frame)
                 if armed is not None:
                     armed[index[ev.label]][frame] = ev.first
@@ -298,6 +313,80 @@ def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list
         {**_row(thr, kn, total, d, f, hours, opts), "wait": wait}
         for thr, d, f in zip(thresholds, delays, false, strict=True)
     ]
+
+
+def down_times(s: Stream, cls: str, pose: str) -> list[tuple[int, int, bool]]:
+    """Each labelled event of ``cls``: (its impact, the frame the person was up again: the first
+    after the impact labelled neither ``cls`` nor ``pose``, whether they were still down when the
+    stream ended (then that frame is its end))."""
+    out = []
+    for _, impact in s.events.get(cls, []):
+        up = impact + 1
+        for a, b, lab in sorted(s.labels):
+            if b < up:
+                continue
+            if a > up or lab not in (cls, pose):
+                break
+            up = b + 1
+        out.append((impact, min(up, s.length), up >= s.length))
+    return out
+
+
+def down_point(streams, column: int, cls: str, thr: float, kn, opts: Options) -> dict | None:
+    """The down level at one operating point (None: the class waits for no pose, or the level
+    is off): of the events whose person stayed down at least ``down_for`` seconds (to the end of
+    the stream counts when that is long enough), how many its alert reached within
+    ``down_for + max_delay`` of the impact, and its delays; how many it raised for a person who
+    got up sooner; and its false alarms (starts while no labelled event's person was down) per
+    hour, by the label where each started."""
+    then, wait = opts.then_of(cls), opts.down_for
+    if then is None or wait <= 0:
+        return None
+    hours = sum(s.length / s.fps for s in streams) / 3600.0
+    stayed = got_up = got_up_alerted = 0
+    delays: list[float] = []
+    false: Counter = Counter()
+    for s in streams:
+        (alerts,) = starts(
+            s, column, (thr,), *kn, opts.cooldown, then=then, level=DOWN, down_for=wait
+        )
+        clear = round(DEFAULT_CLEAR * s.fps)
+        downs = down_times(s, cls, then.pose)
+        used: set[int] = set()
+        for f in alerts:
+            j = next(
+                (j for j, (i, up, _) in enumerate(downs) if j not in used and i <= f <= up + clear),
+                None,
+            )
+            if j is None:
+                false[label_at(s.labels, f)] += 1
+                continue
+            used.add(j)
+            impact, up, _ = downs[j]
+            if (up - impact) / s.fps >= wait:
+                delays.append((f - impact) / s.fps)
+            else:
+                got_up_alerted += 1
+        for impact, up, ended in downs:
+            long_enough = (up - impact) / s.fps >= wait
+            stayed += long_enough
+            got_up += not long_enough and not ended  # cut short by the stream's end: neither
+    in_time = sum(d <= wait + opts.max_delay for d in delays)
+    n_false = sum(false.values())
+    return {
+        "down_for": wait,
+        "stayed_down": stayed,
+        "got_up_sooner": got_up,
+        "alerted": len(delays),
+        "in_time": in_time,
+        "recall": in_time / stayed if stayed else 0.0,
+        "delay_median": float(np.median(delays)) if delays else None,
+        "delay_p95": float(np.percentile(delays, 95)) if delays else None,
+        "got_up_alerted": got_up_alerted,
+        "false_alarms": n_false,
+        "false_per_hour": n_false / hours if hours else 0.0,
+        "false_by_label": dict(false.most_common()),
+    }
 
 
 def peaks(streams: list[Stream], column: int, cls: str, late: float) -> list[dict]:

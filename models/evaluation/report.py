@@ -120,6 +120,8 @@ def summary(report: dict) -> str:
         if r["pose_seen"]:
             lines.append(phases.line(cls, r["pose_seen"]))
         for title in ("operating", "recommended"):
+            if (d := r[title].get("down")) is not None:
+                lines.append(down_line(cls, title, d))
             why = {k: v for k, v in r[title].get("missed_because", {}).items() if v}
             if why:
                 shown = ", ".join(f"{reason} {n}" for reason, n in why.items())
@@ -165,3 +167,22 @@ def none_in_time(cls: str, r: dict, target: float) -> list[str]:
         f"{best['in_time']}, cost {best['false_per_hour']:.2f} false/h (threshold "
         f"{best['threshold']:g}, {best['k']}/{best['n']}))"
     ]
+
+
+def down_line(cls: str, title: str, d: dict) -> str:
+    """The down level at a point, in one line."""
+    w = d["down_for"]
+    delays = (
+        ""
+        if d["delay_median"] is None
+        else f", delay from the impact median {d['delay_median']:.1f} s, p95 {d['delay_p95']:.1f} s"
+    )
+    label = ", ".join(f"{k} {n}" for k, n in d["false_by_label"].items())
+    return (
+        f"({cls}, {title}, down level at {w:g} s: {d['in_time']} of {d['stayed_down']} falls "
+        f"whose person stayed down {w:g} s alerted within {w + 1:g} s{delays}; raised for "
+        f"{d['got_up_alerted']} of {d['got_up_sooner']} who got up sooner; "
+        f"{d['false_alarms']} false alarms, {d['false_per_hour']:.3f}/h"
+        + (f" (on {label})" if label else "")
+        + ")"
+    )

@@ -192,3 +192,67 @@ def test_the_sweep_separates_saturated_scores():
     rows = sweep([s], 1, "fall", GRID, (2, 3), Options())
     clean = [r for r in rows if r["false_per_hour"] == 0 and r["recall"] == 1.0]
     assert [r["threshold"] for r in clean] == [0.995, 0.999]
+
+
+def _down_stream(name: str, length: int, falls, lie_downs=()) -> Stream:
+    """10 fps, classes (other, fall, lying). ``falls``: (impact, seconds lying after it, then a
+    get-up; None: lying to the end); ``lie_downs``: (first lying frame, seconds) after a lie-down
+    whose last frames the model takes for a fall. Fall scores 0.9 on the four frames up to the
+    impact, lying 0.9 on every lying frame."""
+    probs = np.zeros((length, 3), np.float32)
+    labels, events = [], []
+    for impact, secs in falls:
+        probs[impact - 3 : impact + 1, 1] = 0.9
+        end = length - 1 if secs is None else impact + round(secs * 10)
+        probs[impact + 1 : end + 1, 2] = 0.9
+        labels += [(impact - 3, impact, "fall"), (impact + 1, end, "lying")]
+        if end + 1 < length:
+            labels.append((end + 1, min(end + 20, length - 1), "get_up"))
+        events.append((impact - 3, impact))
+    for first, secs in lie_downs:
+        probs[first - 4 : first, 1] = 0.9
+        end = first + round(secs * 10) - 1
+        probs[first : end + 1, 2] = 0.9
+        labels += [(first - 30, first - 1, "lie_down"), (first, end, "lying")]
+    return Stream(
+        name,
+        10.0,
+        length,
+        np.arange(length),
+        probs,
+        {"fall": events},
+        tuple(sorted(labels)),
+        classes=("other", "fall", "lying"),
+    )
+
+
+def test_the_down_level_counts_who_stayed_down_who_got_up_and_false_alarms():
+    """Stream a: down 20 s (alerted), down 3 s (got up: not raised), a lie-down of 28 s that the
+    model took for a fall (its down level is a false alarm), a fall with the person still down
+    30 s later when the stream ends (alerted). Stream b ends 6 s after its fall: not long enough
+    to count either way."""
+    from models.evaluation.events import down_point, down_times
+
+    a = _down_stream("a", 1800, [(100, 20.0), (500, 3.0), (1500, None)], [(800, 28.0)])
+    b = _down_stream("b", 150, [(90, None)])
+    assert down_times(a, "fall", "lying") == [
+        (100, 301, False),
+        (500, 531, False),
+        (1500, 1800, True),
+    ]
+    assert down_times(b, "fall", "lying") == [(90, 150, True)]
+    opts = Options(then=(Then("fall", "lying", 0.5, 1.0),))
+    d = down_point([a, b], 1, "fall", 0.5, (2, 3), opts)
+    assert (d["stayed_down"], d["got_up_sooner"], d["alerted"], d["in_time"]) == (2, 1, 2, 2)
+    assert d["got_up_alerted"] == 0 and d["recall"] == 1.0
+    assert d["false_alarms"] == 1 and d["false_by_label"] == {"lying": 1}
+    assert d["false_per_hour"] == pytest.approx(1 / ((1800 + 150) / 10 / 3600))
+    # 10 s counted from the first hit of the fall's k of n, 3 frames before its impact
+    assert d["delay_median"] == pytest.approx(9.7) and d["delay_p95"] == pytest.approx(9.7)
+    # the fast level at the same point: every fall in time, the lie-down a false alarm
+    fast = point([a, b], 1, "fall", 0.5, (2, 3), opts)
+    assert (fast["events"], fast["in_time"], fast["false_alarms"]) == (4, 4, 1)
+    later = down_point([a, b], 1, "fall", 0.5, (2, 3), Options(then=opts.then, down_for=25.0))
+    assert (later["stayed_down"], later["got_up_sooner"], later["in_time"]) == (1, 2, 1)
+    assert later["false_alarms"] == 1  # the lie-down lasted 28 s
+    assert down_point([a], 1, "fall", 0.5, (2, 3), Options()) is None  # waits for no pose
