@@ -42,5 +42,10 @@ if [ ! -f "$stamp" ]; then
     .venv/bin/python -m pip install -q --no-compile ${TORCH_PACKAGES:-torch==2.14.1 torchvision==0.29.1}
   fi
   .venv/bin/python -m pip install -q --no-compile -e ".[$extras]"
+  # bytecode on every core at once (pip compiles one file at a time): without it, an
+  # environment with PYTHONDONTWRITEBYTECODE compiles torch anew in every test's subprocess.
+  # Its status is ignored: a few files written for other Python versions (torch's py312_*)
+  # do not compile here, and are never imported.
+  .venv/bin/python -m compileall -q -j 0 .venv/lib >/dev/null 2>&1 || true
   rm -f .venv/.edge-hf-* && touch "$stamp"
 fi
