@@ -15,7 +15,7 @@ import pytest
 from edge_hf.backends import load_backend
 from edge_hf.runtime import DEMO_MODEL
 from export.demo_check import check
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cli
 
 DEMO = DEMO_MODEL.parent
 FILES = ["model.onnx", "model-int8.xml"]
@@ -175,3 +175,25 @@ def test_make_demo_model_is_the_demo_recipe_and_gives_the_shipped_settings():
     assert Path(made["pretrained"]).name == Path(shipped["pretrained"]).name
     assert Path(made["pretrained"]).is_file()
     assert not set(read_recipe("demo")) & WHERE  # no folders in the recipe itself
+
+
+def test_make_demo_s_falls_stay_open_while_the_figure_lies_as_the_readme_shows():
+    """README, "Two commands": `make demo`'s story (--fast here) raises three falls, each open
+    while the figure lies and ended 3 s after it got up; none lies 10 s (no down level)."""
+    pytest.importorskip("openvino")  # the README's lines are the INT8 file's, as make demo runs
+    r = run_cli("run", "--camera", "synth://demo?frames=1500", "--fast", timeout=120)
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    got = [(e["event"], e["frame"], e["down_for"]) for e in events]
+    assert got == [
+        ("start", 427, 0.6),
+        ("update", 552, 2.7),
+        ("end", 556, 2.7),
+        ("start", 670, 0.5),
+        ("update", 795, 3.1),
+        ("end", 809, 3.1),
+        ("start", 1330, 0.6),
+        ("update", 1455, 2.7),
+        ("end", 1459, 2.7),
+    ]
+    assert {e["level"] for e in events} == {"fast"}
