@@ -5,7 +5,7 @@ scores ``models.evaluate`` records; the runtime's own ``AlertLogic`` decides eve
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +118,7 @@ def starts(
     armed: list[dict[int, int]] | None = None,
     level: str = FAST,
     down_for: float = DEFAULT_DOWN_FOR,
+    downs: list[list[int]] | None = None,
 ) -> list[list[int]]:
     """Alert start frames for each threshold, from the runtime's own AlertLogic: one logic with
     one pseudo-class per threshold, each fed the same score (and with ``then``, a Then of the
@@ -125,7 +126,8 @@ def starts(
     when given, records where each could start no alert (``AlertLogic.holding``); ``armed``
     (one dict per threshold) where each start's k of n began (``Event.first``). ``level``: the
     starts of the class's own alert (FAST) or of its down level (DOWN, after ``down_for``
-    seconds down)."""
+    seconds down); ``downs`` (a list per threshold), when given, gets the down level's starts
+    of the same pass."""
     names = tuple(f"t{i}" for i in range(len(thresholds)))
     rules = (
         () if then is None else tuple(Then(c, "pose", then.threshold, then.within) for c in names)
@@ -146,10 +148,14 @@ def starts(
         tiled.fill(p)
         tiled[-1] = q
         for ev in logic.update(tiled, frame, 0.0):
-            if ev.kind == "start" and ev.level == level:
+            if ev.kind != "start":
+                continue
+            if ev.level == level:
                 out[index[ev.label]].append(frame)
                 if armed is not None:
                     armed[index[ev.label]][frame] = ev.first
+            elif downs is not None:
+                downs[index[ev.label]].append(frame)
     return out
 
 
@@ -298,20 +304,39 @@ def sweep(streams, column: int, cls: str, thresholds, kn, opts: Options) -> list
     delays: list[list[float]] = [[] for _ in thresholds]
     false: list[Counter] = [Counter() for _ in thresholds]  # label at the start -> count
     total, then = 0, opts.then_of(cls)
+    tallies = [_DownTally() for _ in thresholds]
     for s in streams:
         total += len(s.events[cls])
         armed: list[dict[int, int]] = [{} for _ in thresholds]
-        for i, alerts in enumerate(
-            starts(s, column, thresholds, k, n, opts.cooldown, then=then, armed=armed)
-        ):
+        downs: list[list[int]] = [[] for _ in thresholds]
+        found = starts(
+            s,
+            column,
+            thresholds,
+            k,
+            n,
+            opts.cooldown,
+            then=then,
+            armed=armed,
+            down_for=opts.down_for,
+            downs=downs,
+        )
+        for i, alerts in enumerate(found):
             d, f = match(alerts, s.events[cls], s.fps, opts.match)
             delays[i] += d
             # a class that waits for a pose: named by the move that armed it, not the stillness
             false[i].update(false_label(s, x, armed[i], then) for x in f)
+            if then is not None:
+                tallies[i].add(s, downs[i], cls, then.pose, opts.down_for)
     wait = None if then is None else {"threshold": then.threshold, "within": then.within}
+    on = then is not None and opts.down_for > 0
     return [
-        {**_row(thr, kn, total, d, f, hours, opts), "wait": wait}
-        for thr, d, f in zip(thresholds, delays, false, strict=True)
+        {
+            **_row(thr, kn, total, d, f, hours, opts),
+            "wait": wait,
+            "down": t.row(opts.down_for, opts.max_delay, hours) if on else None,
+        }
+        for thr, d, f, t in zip(thresholds, delays, false, tallies, strict=True)
     ]
 
 
@@ -342,16 +367,30 @@ def down_point(streams, column: int, cls: str, thr: float, kn, opts: Options) ->
     then, wait = opts.then_of(cls), opts.down_for
     if then is None or wait <= 0:
         return None
-    hours = sum(s.length / s.fps for s in streams) / 3600.0
-    stayed = got_up = got_up_alerted = 0
-    delays: list[float] = []
-    false: Counter = Counter()
+    tally = _DownTally()
     for s in streams:
         (alerts,) = starts(
             s, column, (thr,), *kn, opts.cooldown, then=then, level=DOWN, down_for=wait
         )
+        tally.add(s, alerts, cls, then.pose, wait)
+    hours = sum(s.length / s.fps for s in streams) / 3600.0
+    return tally.row(wait, opts.max_delay, hours)
+
+
+@dataclass
+class _DownTally:
+    """The down level's counts over streams (``down_point``)."""
+
+    stayed: int = 0
+    got_up: int = 0
+    got_up_alerted: int = 0
+    delays: list[float] = field(default_factory=list)
+    false: Counter = field(default_factory=Counter)
+
+    def add(self, s: Stream, alerts: list[int], cls: str, pose: str, wait: float) -> None:
+        """One stream's down-level starts ``alerts``, matched to its events' time down."""
         clear = round(DEFAULT_CLEAR * s.fps)
-        downs = down_times(s, cls, then.pose)
+        downs = down_times(s, cls, pose)
         used: set[int] = set()
         for f in alerts:
             j = next(
@@ -359,34 +398,37 @@ def down_point(streams, column: int, cls: str, thr: float, kn, opts: Options) ->
                 None,
             )
             if j is None:
-                false[label_at(s.labels, f)] += 1
+                self.false[label_at(s.labels, f)] += 1
                 continue
             used.add(j)
             impact, up, _ = downs[j]
             if (up - impact) / s.fps >= wait:
-                delays.append((f - impact) / s.fps)
+                self.delays.append((f - impact) / s.fps)
             else:
-                got_up_alerted += 1
+                self.got_up_alerted += 1
         for impact, up, ended in downs:
             long_enough = (up - impact) / s.fps >= wait
-            stayed += long_enough
-            got_up += not long_enough and not ended  # cut short by the stream's end: neither
-    in_time = sum(d <= wait + opts.max_delay for d in delays)
-    n_false = sum(false.values())
-    return {
-        "down_for": wait,
-        "stayed_down": stayed,
-        "got_up_sooner": got_up,
-        "alerted": len(delays),
-        "in_time": in_time,
-        "recall": in_time / stayed if stayed else 0.0,
-        "delay_median": float(np.median(delays)) if delays else None,
-        "delay_p95": float(np.percentile(delays, 95)) if delays else None,
-        "got_up_alerted": got_up_alerted,
-        "false_alarms": n_false,
-        "false_per_hour": n_false / hours if hours else 0.0,
-        "false_by_label": dict(false.most_common()),
-    }
+            self.stayed += long_enough
+            self.got_up += not long_enough and not ended  # cut short by the stream's end: neither
+
+    def row(self, wait: float, max_delay: float, hours: float) -> dict:
+        in_time = sum(d <= wait + max_delay for d in self.delays)
+        n_false = sum(self.false.values())
+        d = self.delays
+        return {
+            "down_for": wait,
+            "stayed_down": self.stayed,
+            "got_up_sooner": self.got_up,
+            "alerted": len(d),
+            "in_time": in_time,
+            "recall": in_time / self.stayed if self.stayed else 0.0,
+            "delay_median": float(np.median(d)) if d else None,
+            "delay_p95": float(np.percentile(d, 95)) if d else None,
+            "got_up_alerted": self.got_up_alerted,
+            "false_alarms": n_false,
+            "false_per_hour": n_false / hours if hours else 0.0,
+            "false_by_label": dict(self.false.most_common()),
+        }
 
 
 def peaks(streams: list[Stream], column: int, cls: str, late: float) -> list[dict]:

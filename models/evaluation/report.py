@@ -16,10 +16,13 @@ from models.evaluation.events import called_instead  # noqa: E402
 
 
 def plot_sweep(report: dict, opts, path: Path) -> None:
-    """False alarms per hour against events caught in time, one line per k-of-n, per class."""
+    """False alarms per hour against events caught in time, one line per k-of-n, per class;
+    below, for a class with a down level, the same for it."""
     classes = list(report["classes"])
-    fig, axes = plt.subplots(1, max(1, len(classes)), figsize=(6 * max(1, len(classes)), 4.5))
-    for ax, cls in zip(np.atleast_1d(axes), classes, strict=False):
+    downs = [c for c in classes if report["classes"][c]["operating"].get("down")]
+    cols, rows = max(1, len(classes)), 2 if downs else 1
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.5 * rows), squeeze=False)
+    for ax, cls in zip(axes[0], classes, strict=False):
         r = report["classes"][cls]
         own = r["operating"]["wait"]  # the model's wait (None: the class waits for nothing)
         for k, n in sorted({(p["k"], p["n"]) for p in r["sweep"]}):
@@ -63,9 +66,50 @@ def plot_sweep(report: dict, opts, path: Path) -> None:
             title=f"{report['videos']} streams, {report['hours']:.2f} h",
         )
         ax.legend(fontsize=8, loc="lower right")
+    for ax, cls in zip(axes[-1] if downs else (), downs, strict=False):
+        _plot_down(ax, report, cls, opts)
+    for ax in axes[-1][len(downs) :] if downs else ():
+        ax.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _plot_down(ax, report: dict, cls: str, opts) -> None:
+    """The down level's sweep: its false alarms per hour against the falls whose person stayed
+    down that it reached in time, at the model's wait, one line per k-of-n."""
+    r = report["classes"][cls]
+    own, d = r["operating"]["wait"], r["operating"]["down"]
+    for k, n in sorted({(p["k"], p["n"]) for p in r["sweep"]}):
+        pts = [p["down"] for p in r["sweep"] if (p["k"], p["n"]) == (k, n) and p["wait"] == own]
+        ax.plot(
+            [p["false_per_hour"] for p in pts],
+            [p["recall"] for p in pts],
+            "o-",
+            ms=3,
+            label=f"{k}-of-{n}",
+        )
+    for title, marker in (("operating", "s"), ("recommended", "*")):
+        p = r[title]
+        if p.get("down"):
+            ax.plot(
+                p["down"]["false_per_hour"],
+                p["down"]["recall"],
+                marker,
+                ms=12,
+                mfc="none",
+                mew=2,
+                label=f"{title}: {p['threshold']:g} at {p['k']}/{p['n']}",
+            )
+    ax.set_xscale("symlog", linthresh=0.1)
+    ax.set_xlim(left=0)
+    ax.set(
+        xlabel="down-level false alarms per hour",
+        ylim=(0, 1.02),
+        ylabel=f"{cls}: down {d['down_for']:g} s, alerted within {d['down_for'] + opts.max_delay:g} s",
+        title=f"down level: {d['stayed_down']} falls whose person stayed down {d['down_for']:g} s",
+    )
+    ax.legend(fontsize=8, loc="lower right")
 
 
 def summary(report: dict) -> str:

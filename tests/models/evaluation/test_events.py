@@ -256,3 +256,8 @@ def test_the_down_level_counts_who_stayed_down_who_got_up_and_false_alarms():
     assert (later["stayed_down"], later["got_up_sooner"], later["in_time"]) == (1, 2, 1)
     assert later["false_alarms"] == 1  # the lie-down lasted 28 s
     assert down_point([a], 1, "fall", 0.5, (2, 3), Options()) is None  # waits for no pose
+    # the sweep counts it in the same pass as the fast level, threshold by threshold
+    rows = sweep([a, b], 1, "fall", (0.5, 0.95), (2, 3), opts)
+    assert rows[0]["down"] == d
+    assert rows[1]["down"]["alerted"] == 0 and rows[1]["down"]["stayed_down"] == 2
+    assert sweep([a], 1, "fall", (0.5,), (2, 3), Options())[0]["down"] is None
