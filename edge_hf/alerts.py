@@ -140,7 +140,7 @@ class AlertLogic:
     def __init__(
         self, camera: str, classes: tuple[str, ...], policy: AlertPolicy, fps: float
     ) -> None:
-        self.camera, self.policy, self.fps = camera, policy, fps
+        self.camera, self.policy = camera, policy
         self.labels = [name for name, _ in policy.thresholds]
         self._index = np.array([classes.index(c) for c in self.labels], np.intp)
         self._thr = np.array([t for _, t in policy.thresholds], np.float32)
@@ -151,16 +151,28 @@ class AlertLogic:
         self._pos = 0
         self._active: list[Event | None] = [None] * len(self.labels)
         self._quiet_until = [0] * len(self.labels)  # frame index
-        self._then = _ThenState(classes, self.labels, policy, fps)
-        frames = lambda seconds: max(1, round(seconds * fps))  # noqa: E731
-        self._every, self._clear = frames(UPDATE_EVERY), frames(policy.clear)
-        self._down_after = frames(policy.down_for) if policy.down_for > 0 else -1
-        self._realarm = frames(policy.realarm) if policy.realarm > 0 else -1
+        self._then = _ThenState(classes, self.labels, policy)
+        self.fps = fps
         self._impact = [-1] * len(self.labels)  # the open event's first frame (its impact)
         self._seen = [-1] * len(self.labels)  # the newest frame that showed its pose
         self._next = [0] * len(self.labels)  # the frame of its next update
         self._down: list[Event | None] = [None] * len(self.labels)  # its down level, if on
         self._next_realarm = [0] * len(self.labels)
+
+    @property
+    def fps(self) -> float:
+        return self._fps
+
+    @fps.setter
+    def fps(self, fps: float) -> None:
+        """The source's frame rate (it may change when a camera reopens): every time in seconds
+        becomes frames of it."""
+        self._fps, policy = fps, self.policy
+        frames = lambda seconds: max(1, round(seconds * fps))  # noqa: E731
+        self._every, self._clear = frames(UPDATE_EVERY), frames(policy.clear)
+        self._down_after = frames(policy.down_for) if policy.down_for > 0 else -1
+        self._realarm = frames(policy.realarm) if policy.realarm > 0 else -1
+        self._then.retime(fps)
 
     def update(
         self, probs: np.ndarray, frame: int, t: float, screen: np.ndarray | None = None
@@ -347,17 +359,21 @@ class _ThenState:
     """Per alert class with a ``Then``: armed until which frame, the hit that armed it (score,
     peak, first frame) and its pose's hits since (a ring of n)."""
 
-    def __init__(self, classes, labels: list[str], policy: AlertPolicy, fps: float) -> None:
+    def __init__(self, classes, labels: list[str], policy: AlertPolicy) -> None:
         rules = {t.cls: t for t in policy.then}  # their classes checked: runtime.alert_policy
-        rule = [rules.get(c) for c in labels]
-        self.pose = [classes.index(r.pose) if r else -1 for r in rule]
-        self.thr = [r.threshold if r else 1.0 for r in rule]
-        self.span = [round(r.within * fps) if r else 0 for r in rule]
+        self.rule = [rules.get(c) for c in labels]
+        self.pose = [classes.index(r.pose) if r else -1 for r in self.rule]
+        self.thr = [r.threshold if r else 1.0 for r in self.rule]
+        self.span = [0] * len(labels)
         self.k, self.n = policy.k, policy.n
         self.until = [-1] * len(labels)  # armed while frame <= until
         self.hits = np.zeros((len(labels), policy.n), np.bool_)
         self.count = [0] * len(labels)  # pose hyperframes seen since arming
         self.armed: list[tuple[float, float, int] | None] = [None] * len(labels)
+
+    def retime(self, fps: float) -> None:
+        """Each rule's ``within`` in frames at ``fps``."""
+        self.span = [round(r.within * fps) if r else 0 for r in self.rule]
 
     def follows(self, c: int, pose: float, frame: int, hit):
         """The hit that starts class ``c``'s alert at this hyperframe, or None. ``hit``: its own

@@ -355,3 +355,15 @@ def test_a_class_without_a_pose_updates_while_open_and_ends_as_before():
 def test_bad_down_settings(kw, words):
     with pytest.raises(UsageError, match=re.escape(words)):
         AlertPolicy((("fall", 0.5),), **kw)
+
+
+def test_times_follow_the_sources_frame_rate_when_a_camera_reopens_at_another():
+    """Built for 25 fps, the camera reopens at 10 (edge_hf.camera sets ``fps``): the wait for
+    lying, the clear, the update and the down level count frames of 10 fps."""
+    policy = AlertPolicy((("fall", 0.5),), 2, 3, 0.0, (Then("fall", "lying", 0.6, 1.0),), **DOWN)
+    logic = AlertLogic("cam", POSES, policy, 25.0)
+    logic.fps = 10.0
+    out = []
+    for i, (f, ly) in enumerate(zip([0.9] * 3 + [0.1] * 200, [0.0] * 3 + [0.9] * 200, strict=True)):
+        out += logic.update(np.array([0.0, f, ly], np.float32), i, 1000.0 + i / 10)
+    assert kinds(out)[:3] == [("start", "fast", 4), ("update", "fast", 54), ("start", "down", 100)]
