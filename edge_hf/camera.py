@@ -3,6 +3,7 @@ what it says about itself (``counters()``), so the runtime never reads capture i
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ from edge_hf.sources import Source
 from edge_hf.spec import HyperframeSpec
 
 CONNECTED_WITHIN = 5.0  # seconds: a camera whose last frame is older is not "connected"
+# a camera whose frame rate is off the model's by more than this factor is told about, once
+RATE_OFF = 1.25
+log = logging.getLogger("edge_hf")
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class Camera:
     ) -> None:
         """``confirm``: the confirming model's spec (two-stage mode): one ring for both."""
         self.source, self.name, self.hz = source, source.name, plan.hz
+        self._trained_fps, self._rate_said = spec.fps, False
         every = hop_from_hz(plan.hz, source.fps) if plan.hz else plan.every
         self.sampler = StrideSampler(spec, every, confirm)
         self.mailbox = Mailbox(self.sampler, cond, block=plan.block, stop=stop)
@@ -87,6 +92,7 @@ class Camera:
     def _retime(self, fps: float) -> None:
         """The source (re)opened at ``fps``: the hop (with --hz) and the cooldown follow it.
         Called by the capture thread between reads, when the ring starts afresh."""
+        self._check_rate(fps)
         if self.hz:
             every = hop_from_hz(self.hz, fps)
             if every != self.sampler.every:
@@ -95,6 +101,26 @@ class Camera:
                     n, held = self.logic.policy.n, len(self._waiting)
                     keep.grow(slots_needed(n, keep.lag, every, held))
         self.logic.fps = fps
+
+    def _check_rate(self, fps: float) -> None:
+        """Say once if the camera's frame rate is far from the model's: its stride counts
+        frames, so at 10 fps a model trained at 25 sees every motion 2.5 times faster."""
+        trained = self._trained_fps
+        if self._rate_said or not trained or fps <= 0 or 1 / RATE_OFF <= fps / trained <= RATE_OFF:
+            return
+        self._rate_said = True
+        log.warning(
+            "camera %s: %g fps, but the model was trained on %g fps video: it sees every motion "
+            "%.2g times %s than it learnt, and may miss falls or raise false alarms; set the "
+            "camera (or its substream) to %g fps, or train on video at this rate "
+            "(docs/runtime.md: frame rates)",
+            self.name,
+            fps,
+            trained,
+            max(fps, trained) / min(fps, trained),
+            "faster" if fps < trained else "slower",
+            trained,
+        )
 
     def counters(self, now: float | None = None) -> CameraCounters:
         """A snapshot of this camera's counters, any thread (reads may be a frame stale)."""

@@ -85,6 +85,7 @@ class HyperframeSpec:
     activation: str = "softmax"
     scales: tuple[Scale, ...] = ()  # empty: one input of (frames, stride, 0)
     alert_then: tuple[Then, ...] = ()  # alert classes that wait for a pose after them
+    fps: float = 0.0  # the frame rate of the videos it was trained on; 0: not recorded
     arch: str = ""
     version: int = SPEC_VERSION
     provenance: tuple[tuple[str, str], ...] = field(default=())
@@ -133,6 +134,8 @@ class HyperframeSpec:
         }
         if not self.alert_then:  # absent: an edge-hf without it still reads the model
             del d["alert_then"]
+        if not self.fps:  # the same
+            del d["fps"]
         d["provenance"] = dict(self.provenance)
         return d
 
@@ -169,6 +172,7 @@ class HyperframeSpec:
                     _then(c, v, f"{where}.alert_then")
                     for c, v in _mapping(d.get("alert_then", {}), "alert_then").items()
                 ),
+                fps=d.get("fps", 0.0),
                 arch=d.get("arch", ""),
                 version=d.get("version", SPEC_VERSION),
                 provenance=tuple(  # sorted, as to_json writes it: a spec reads back the same
@@ -251,6 +255,8 @@ def _validate(s: HyperframeSpec) -> None:
             )
         if (problem := t.problem()) is not None:
             raise SpecError(f"alert_then: {problem}")
+    if isinstance(s.fps, bool) or not isinstance(s.fps, (int, float)) or not 0 <= s.fps <= 1000:
+        raise SpecError(f"fps must be a frame rate 0 to 1000 (0: not recorded), found {s.fps!r}")
     _choice(s.interpolation, INTERPOLATIONS, "interpolation")
     _choice(s.layout, LAYOUTS, "layout")
     _choice(s.activation, ACTIVATIONS, "activation")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from dataclasses import replace
 
 from edge_hf.errors import SpecError
 from edge_hf.spec import HyperframeSpec
@@ -33,10 +34,11 @@ def alert_names(cfg: TrainConfig, classes: tuple[str, ...]) -> tuple[str, ...]:
     return named(classes, cfg.abnormal)
 
 
-def spec_for(cfg: TrainConfig, classes: tuple[str, ...]) -> HyperframeSpec:
+def spec_for(cfg: TrainConfig, classes: tuple[str, ...], fps: float = 0.0) -> HyperframeSpec:
+    """The spec a run trains (``fps``: its training videos' frame rate, 0: unknown)."""
     alerts = tuple((c, 0.8) for c in alert_names(cfg, classes))
     try:
-        return _spec(cfg, classes, alerts)
+        return replace(_spec(cfg, classes, alerts), fps=fps)
     except SpecError as e:
         raise BadArguments(f"{cfg.recipe or 'flags'}: {e}") from None
 

@@ -124,7 +124,7 @@ def prepare(cfg: TrainConfig, member: int = 0) -> Run:
     out = Path(cfg.out) / name
     if distributed.rank() == 0:  # the other ranks write nothing (rank_zero_first: it exists)
         out.mkdir(parents=True, exist_ok=True)
-    spec = spec_for(cfg, ds.classes)
+    spec = spec_for(cfg, ds.classes, datasets.frame_rate(ds.train))
     warn_about(name, cfg, ds, spec)
     dl = loaders(cfg, ds, spec, member)
     log.info(

@@ -84,3 +84,21 @@ def test_a_fast_file_waiting_for_a_slow_model_is_not_a_stall(tmp_path: Path):
     st = cam.capture.stats
     assert cam.capture.error is None and st.failures == 0
     assert st.grabbed == 12 and st.published == taken > 1 and st.dropped == 0
+
+
+def test_a_camera_far_from_the_models_frame_rate_is_told_once(tmp_path: Path):
+    """A model trained on 25 fps video: a 10 fps camera is said once, with the fix; 22 fps
+    (within 1.25 times) is not. A real ``edge-hf run``."""
+    from dataclasses import replace
+
+    from tests.conftest import run_cli, save_model
+
+    model = save_model(tmp_path / "m.onnx", replace(MOTION_SPEC, fps=25.0))
+    said = "fps, but the model was trained on 25 fps video"
+    for fps, lines in ((10, 1), (22, 0)):
+        camera = f"c=synth://fall?fps={fps}&frames=40"
+        r = run_cli("run", "--model", str(model), "--camera", camera, "--fast")
+        assert r.returncode == 0, r.stderr
+        assert r.stderr.count(said) == lines, r.stderr
+        if lines:
+            assert f"camera c: 10 {said}: it sees every motion 2.5 times faster" in r.stderr

@@ -29,6 +29,7 @@ SPEC = HyperframeSpec(
     alert_classes=(("fall", 0.7), ("wave", 0.9)),
     interpolation="area",
     alert_then=(Then("fall", "idle", 0.6, 1.5),),
+    fps=12.5,
     arch="mobilenetv3_small_100",
     provenance=(("data", "synth v1"),),
 )
@@ -41,8 +42,10 @@ def test_json_round_trip_is_identity():
     assert json.loads(SPEC.to_json())["alert_then"] == {
         "fall": {"pose": "idle", "threshold": 0.6, "within": 1.5}
     }
-    plain = replace(SPEC, alert_then=())  # no rule: no field, so older runtimes read it too
+    assert json.loads(SPEC.to_json())["fps"] == 12.5
+    plain = replace(SPEC, alert_then=(), fps=0.0)  # none: no field, so older runtimes read it
     assert "alert_then" not in json.loads(plain.to_json())
+    assert "fps" not in json.loads(plain.to_json())
     assert HyperframeSpec.from_json(plain.to_json()) == plain
 
 
@@ -122,6 +125,8 @@ BASE = SPEC.to_dict()
         ),
         ({"scales": [{"frames": 3}]}, pytest.raises(SpecError, match="frames, stride, offset")),
         ({"version": 99}, pytest.raises(SpecError, match="newer than this edge-hf understands")),
+        ({"fps": -25}, pytest.raises(SpecError, match=r"fps must be a frame rate 0 to 1000")),
+        ({"fps": "25"}, pytest.raises(SpecError, match=r"\(0: not recorded\), found '25'")),
         ({"colour": "rgb"}, pytest.raises(SpecError, match=r"unknown field\(s\) \['colour'\]")),
     ],
 )

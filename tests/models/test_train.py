@@ -70,6 +70,10 @@ def test_one_epoch_writes_checkpoint_metrics_and_plots(one_epoch: Path):
         "best_epoch": 1,
         "chosen_on": "val top-1 and alert AUC",
     }
+    # the tiny clips are written at 25 fps: the spec says what motion speed the model learnt
+    assert (
+        HyperframeSpec.from_json(torch.load(run / "best.pt", weights_only=True)["spec"]).fps == 25
+    )
     best, last = (torch.load(run / f, weights_only=True)["model"] for f in ("best.pt", "last.pt"))
     assert all(torch.equal(best[k], last[k]) for k in best)  # one epoch: it is the kept one
     # its fall clips are labelled whole: the epoch's score is the mean with their AUC
