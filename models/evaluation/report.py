@@ -19,7 +19,12 @@ def plot_sweep(report: dict, opts, path: Path) -> None:
     """False alarms per hour against events caught in time, one line per k-of-n, per class;
     below, for a class with a down level, the same for it."""
     classes = list(report["classes"])
-    downs = [c for c in classes if report["classes"][c]["operating"].get("down")]
+    downs = [
+        c
+        for c in classes
+        if report["classes"][c]["operating"].get("down")
+        and all(p.get("down") for p in report["classes"][c]["sweep"])
+    ]
     cols, rows = max(1, len(classes)), 2 if downs else 1
     fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.5 * rows), squeeze=False)
     for ax, cls in zip(axes[0], classes, strict=False):
