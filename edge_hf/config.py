@@ -93,7 +93,7 @@ CORE: tuple[Option, ...] = (
     Option("alerts.screen",  "--screen-threshold",  thresholds,   (),      "two-stage mode: the screening model's score for a class that sends a hyperframe to --confirm (default: 0.5, or the alert threshold if lower); repeatable", "append", "CLASS=P"),
     Option("alerts.k_of_n",  "--k-of-n",            k_of_n,       (2, 3),  "start an alert when K of the last N scores pass", metavar="K/N"),
     Option("alerts.cooldown", "--cooldown",         cooldown,     DEFAULT_COOLDOWN, "seconds of quiet after an alert ends"),
-    Option("alerts.down_for", "--down-for",         down_for,     None,    f"a class that waits for a pose (a fall for lying): a second alert, CLASS_down, once its person has been down this many seconds; 0: none (default: the model's, else {DEFAULT_DOWN_FOR:g})"),
+    Option("alerts.down_for", "--down-for",         down_for,     None,    f"a class that waits for a pose (a fall for lying): a second alert, CLASS_down, once its person has been down this many seconds; 0: none (default {DEFAULT_DOWN_FOR:g})"),
     Option("alerts.re_alarm", "--re-alarm",         realarm,      0.0,     "seconds between the down alert's re-alarms while the person stays down (at least 10; 0: none)"),
     Option("alerts.then",    "--then",              then_rules,   None,    "an alert class waits for a pose after it (a fall for lying) for up to SECONDS: CLASS=POSE[:P[:SECONDS]], or none (default: the model's; docs/runtime.md); repeatable", "append", "CLASS=POSE"),
     Option("capture.fast",   "--fast",              boolean,      False,   "files and synth: as fast as possible, not at their fps", "bool"),

@@ -53,7 +53,7 @@ class RunConfig:
     k: int = 2
     n: int = 3
     cooldown: float = DEFAULT_COOLDOWN
-    down_for: float | None = None  # seconds down before the down level; None: the model's
+    down_for: float | None = None  # seconds down before the down level; None: the default
     realarm: float = 0.0  # seconds between the down level's re-alarms; 0: none
     then: tuple[Then, ...] | None = None  # classes that wait for a pose; None: the model's
     source_opts: SourceOptions = field(default_factory=SourceOptions)
