@@ -30,15 +30,7 @@ def plot_sweep(report: dict, opts, path: Path) -> None:
     for ax, cls in zip(axes[0], classes, strict=False):
         r = report["classes"][cls]
         own = r["operating"]["wait"]  # the model's wait (None: the class waits for nothing)
-        for k, n in sorted({(p["k"], p["n"]) for p in r["sweep"]}):
-            pts = [p for p in r["sweep"] if (p["k"], p["n"]) == (k, n) and p["wait"] == own]
-            ax.plot(
-                [p["false_per_hour"] for p in pts],
-                [p["recall"] for p in pts],
-                "o-",
-                ms=3,
-                label=f"{k}-of-{n}",
-            )
+        _lines(ax, r["sweep"], own, lambda p: p)
         other = [p for p in r["sweep"] if p["wait"] != own]
         if other:
             kn = f"{other[0]['k']}-of-{other[0]['n']}"
@@ -51,16 +43,7 @@ def plot_sweep(report: dict, opts, path: Path) -> None:
                 label=f"other waits for the pose, {kn}",
             )
         for title, marker in (("operating", "s"), ("recommended", "*")):
-            p = r[title]
-            ax.plot(
-                p["false_per_hour"],
-                p["recall"],
-                marker,
-                ms=12,
-                mfc="none",
-                mew=2,
-                label=f"{title}: {p['threshold']:g} at {p['k']}/{p['n']}",
-            )
+            _mark(ax, title, marker, r[title], r[title])
         ax.axvline(opts.target, color="grey", ls="--", lw=1)
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlim(left=0)
@@ -80,13 +63,11 @@ def plot_sweep(report: dict, opts, path: Path) -> None:
     plt.close(fig)
 
 
-def _plot_down(ax, report: dict, cls: str, opts) -> None:
-    """The down level's sweep: its false alarms per hour against the falls whose person stayed
-    down that it reached in time, at the model's wait, one line per k-of-n."""
-    r = report["classes"][cls]
-    own, d = r["operating"]["wait"], r["operating"]["down"]
-    for k, n in sorted({(p["k"], p["n"]) for p in r["sweep"]}):
-        pts = [p["down"] for p in r["sweep"] if (p["k"], p["n"]) == (k, n) and p["wait"] == own]
+def _lines(ax, sweep: list[dict], wait, counts) -> None:
+    """One line per k-of-n over the sweep's rows at ``wait``: ``counts(row)``'s false alarms per
+    hour against its recall."""
+    for k, n in sorted({(p["k"], p["n"]) for p in sweep}):
+        pts = [counts(p) for p in sweep if (p["k"], p["n"]) == (k, n) and p["wait"] == wait]
         ax.plot(
             [p["false_per_hour"] for p in pts],
             [p["recall"] for p in pts],
@@ -94,18 +75,30 @@ def _plot_down(ax, report: dict, cls: str, opts) -> None:
             ms=3,
             label=f"{k}-of-{n}",
         )
+
+
+def _mark(ax, title: str, marker: str, point: dict, counts: dict) -> None:
+    """A point (its threshold and k of n) at its ``counts``' false alarms and recall."""
+    ax.plot(
+        counts["false_per_hour"],
+        counts["recall"],
+        marker,
+        ms=12,
+        mfc="none",
+        mew=2,
+        label=f"{title}: {point['threshold']:g} at {point['k']}/{point['n']}",
+    )
+
+
+def _plot_down(ax, report: dict, cls: str, opts) -> None:
+    """The down level's sweep: its false alarms per hour against the falls whose person stayed
+    down that it reached in time, at the model's wait, one line per k-of-n."""
+    r = report["classes"][cls]
+    own, d = r["operating"]["wait"], r["operating"]["down"]
+    _lines(ax, r["sweep"], own, lambda p: p["down"])
     for title, marker in (("operating", "s"), ("recommended", "*")):
-        p = r[title]
-        if p.get("down"):
-            ax.plot(
-                p["down"]["false_per_hour"],
-                p["down"]["recall"],
-                marker,
-                ms=12,
-                mfc="none",
-                mew=2,
-                label=f"{title}: {p['threshold']:g} at {p['k']}/{p['n']}",
-            )
+        if r[title].get("down"):
+            _mark(ax, title, marker, r[title], r[title]["down"])
     ax.set_xscale("symlog", linthresh=0.1)
     ax.set_xlim(left=0)
     ax.set(
