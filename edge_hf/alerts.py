@@ -78,6 +78,15 @@ class AlertPolicy:
                 raise UsageError(problem)
 
 
+def utc_time(t: float) -> str:
+    """A Unix time as events show it: ISO 8601 in UTC, to the millisecond, ``Z``."""
+    return (
+        datetime.fromtimestamp(t, timezone.utc)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
 def down_key(label: str) -> str:
     """The down level's name in the sinks (its state topic, entity, metrics label)."""
     return f"{label}_down"
@@ -117,9 +126,7 @@ class Event:
             "score": round(self.score, 4),
             "peak": round(self.peak, 4),
             "frame": self.frame,
-            "time": datetime.fromtimestamp(self.time, timezone.utc)
-            .isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z"),
+            "time": utc_time(self.time),
         }
         if self.down_for is not None:
             out["down_for"] = round(self.down_for, 1)

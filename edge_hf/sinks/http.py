@@ -35,7 +35,7 @@ from urllib.parse import unquote
 
 from edge_hf import __version__
 from edge_hf._values import Option
-from edge_hf.alerts import Event
+from edge_hf.alerts import Event, utc_time
 from edge_hf.errors import SinkError, UsageError
 from edge_hf.health import RateMeter
 from edge_hf.sinks.base import RunInfo, SinkSection
@@ -113,7 +113,7 @@ def _open_event(event: Event, now: float) -> dict:
     out = {
         "alert": event.key,
         "id": event.id,
-        "since": event.to_dict()["time"],
+        "since": utc_time(event.time),
         "open_for": round(max(0.0, now - event.time), 1),
     }
     if event.down_for is not None:
