@@ -14,7 +14,7 @@ camera, as ``edge-hf run`` opens them) at hop 5: the model runs 5 times a second
   cameras), motion gating off; ``edge-hf+motion``: the same with ``--motion``.
 
 N-1 cameras show a mostly still scene (the synthetic figure standing, with fresh sensor noise in
-every frame); camera ``fall`` shows a fall every 3 s (the synthetic fall, seed 3). Per N and side,
+every frame); camera ``fall`` shows a fall every 7 s (4 s standing, then the synthetic fall, seed 3). Per N and side,
 over the run after its first third: frames kept (grabbed / due at 25 fps, all cameras), backlog
 growth (frames per second per camera by which the cameras fall further behind real time),
 hyperframes dropped (busy or stale), alert latency (the worst, from the grab of the fall's impact,
@@ -43,7 +43,9 @@ from edge_hf.sampler import StrideSampler, resize_into
 from edge_hf.sources import SourceOptions
 from edge_hf.sources.opencv import decoder_params
 
-FPS, HOP, LOOP = 25, 5, 75  # a 3 s loop: a multiple of the hop, so each fall is seen alike
+# a 7 s loop, a multiple of the hop so that each fall is seen alike: 4 s standing, then the
+# fall and 3 s on the floor, so that each fall's alert ends (3 s without lying) before the next
+FPS, HOP, LOOP, DOWN = 25, 5, 175, 75
 SIZE = (1280, 720)
 GROWTH_OK = 0.5  # frames/s per camera
 LATENCY_OK = 1.0  # seconds
@@ -114,12 +116,14 @@ def write_clips(d: Path) -> Clips:
     fall = synth.make_scene("fall", seed=3, size=(180, 320))
     (impact,) = [b for _, b, label in fall.phases() if label == "fall"]
     frames = []
-    for i in range(LOOP):
+    for i in range(DOWN):
         f = np.zeros((180, 320, 3), np.uint8)
         fall.render(min(i, fall.length - 1), f)
         frames.append(f)
+    up = LOOP - DOWN
+    frames = [frames[0]] * up + frames  # standing (up again), then the fall
     still = [frames[0]] * LOOP  # the standing figure, before it falls
-    return Clips(_h264(still, d / "still.mp4"), _h264(frames, d / "fall.mp4"), impact)
+    return Clips(_h264(still, d / "still.mp4"), _h264(frames, d / "fall.mp4"), up + impact)
 
 
 class _Sink:

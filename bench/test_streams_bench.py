@@ -12,7 +12,7 @@ import pytest
 from bench.streams import LATENCY_OK, sweep, table, write_clips
 from tests.live import have_ffmpeg
 
-N, SECONDS = 2, 4.0
+N, SECONDS = 2, 8.0  # the window (its last two thirds) holds one fall of the 7 s loop
 
 
 @pytest.mark.sweep
